@@ -23,7 +23,7 @@ var benchExpressions = []struct{ name, expr string }{
 	{"invariant", "entry.resource.all(id.exists() and (meta.empty() or meta.lastUpdated.exists().not() or meta.lastUpdated <= now()))"},
 }
 
-func loadSynthea(b *testing.B) ([]byte, *r4.Bundle) {
+func loadSynthea(b testing.TB) ([]byte, *r4.Bundle) {
 	root := repoRoot(b)
 	files, _ := filepath.Glob(filepath.Join(root, "..", "shared", "testdata", "synthea", "Mary_Lind_*.json"))
 	if len(files) == 0 {
@@ -43,7 +43,9 @@ func loadSynthea(b *testing.B) ([]byte, *r4.Bundle) {
 // BenchmarkEvaluate measures compile (from the cache) and evaluation of
 // each expression over one Synthea bundle, reported per byte of the
 // bundle's JSON; Baseline/decode, decoding the same bytes into the model,
-// is measured in the same run to relate the two.
+// is measured in the same run to relate the two, and so is Floor/<name>,
+// the least work any correct implementation must do for each expression
+// (see floors).
 func BenchmarkEvaluate(b *testing.B) {
 	data, bundle := loadSynthea(b)
 	in := Collection{NodeOf(bundle)}
@@ -56,6 +58,7 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 		}
 	})
+	benchFloors(b, bundle)
 	for _, c := range benchExpressions {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
@@ -69,6 +72,42 @@ func BenchmarkEvaluate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTinyInvariants evaluates ele-1 on every element of the Synthea
+// bundle and ext-1 on every extension, one node in and a boolean out, as
+// the validator does for every element: the cost of many tiny evaluations
+// rather than of one over the whole bundle.
+func BenchmarkTinyInvariants(b *testing.B) {
+	_, bundle := loadSynthea(b)
+	all, err := MustCompile("descendants()").Evaluate(context.Background(), Collection{NodeOf(bundle)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var nodes []Collection
+	for _, v := range all {
+		if n := v.(*Node); n.Type != "id" {
+			nodes = append(nodes, Collection{n})
+		}
+	}
+	ele1 := MustCompile("hasValue() or (children().count() > id.count())")
+	ext1 := MustCompile("extension.exists() != value.exists()")
+	ctx := context.Background()
+	env := &Env{}
+	b.ReportMetric(float64(len(nodes)), "nodes")
+	for b.Loop() {
+		for _, in := range nodes {
+			if _, err := ele1.Evaluate(ctx, in, env); err != nil {
+				b.Fatal(err)
+			}
+			if in[0].(*Node).Type != "Extension" {
+				continue
+			}
+			if _, err := ext1.Evaluate(ctx, in, env); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
 

@@ -149,7 +149,7 @@ func memberTypes(ts []*spec.Type, name string, at int) ([]*spec.Type, error) {
 			out = append(out, td)
 			continue
 		}
-		if isChoice(def, name) {
+		if newLookup(def, name).choice {
 			return nil, nil
 		}
 	}

@@ -17,6 +17,21 @@ import (
 // answer is empty (dates of different precision, quantities of
 // incomparable units).
 func valueEqual(a, b Value) (eq, known bool, err error) {
+	// A string-valued primitive against a String, the common case of
+	// code = 'x', compares the text without converting the node.
+	if s, ok := b.(String); ok {
+		if n, ok := a.(*Node); ok {
+			if t, isStr, has := nodeText(n); isStr {
+				return has && t == string(s), has, nil
+			}
+		}
+	} else if s, ok := a.(String); ok {
+		if n, ok := b.(*Node); ok {
+			if t, isStr, has := nodeText(n); isStr {
+				return has && t == string(s), has, nil
+			}
+		}
+	}
 	a, aok := toSystem(a)
 	b, bok := toSystem(b)
 	if !aok || !bok {
@@ -166,6 +181,18 @@ func valueEquivalent(a, b Value) bool {
 // compare orders two System values: known is false for dates of
 // different precision; an error for values that cannot be compared.
 func compare(a, b Value, at int) (int, bool, error) {
+	if x, ok := a.(Integer); ok {
+		if y, ok := b.(Integer); ok {
+			// Integers need no decimal arithmetic.
+			switch {
+			case x < y:
+				return -1, true, nil
+			case x > y:
+				return 1, true, nil
+			}
+			return 0, true, nil
+		}
+	}
 	switch x := a.(type) {
 	case Integer, Decimal:
 		if isNumeric(b) {
@@ -195,28 +222,65 @@ func compare(a, b Value, at int) (int, bool, error) {
 // when they are of kinds that do not compare, known false when the result
 // is uncertain (different precision).
 func temporalCompare(a, b Value) (c int, known, ok bool) {
-	var ta, tb temporal
-	var timeA, timeB bool
-	switch x := a.(type) {
-	case Date:
-		ta = x.temporal
-	case DateTime:
-		ta = x.temporal
-	case Time:
-		ta, timeA = x.temporal, true
-	default:
+	ta, timeA, okA := temporalOf(a)
+	tb, timeB, okB := temporalOf(b)
+	if !okA || !okB {
 		return 0, false, false
 	}
-	switch y := b.(type) {
+	return compareTemporals(ta, tb, timeA, timeB)
+}
+
+// temporalOf returns the temporal of a Date, DateTime or Time, and
+// whether it is a Time.
+func temporalOf(v Value) (t temporal, isTime, ok bool) {
+	switch x := v.(type) {
 	case Date:
-		tb = y.temporal
+		return x.temporal, false, true
 	case DateTime:
-		tb = y.temporal
+		return x.temporal, false, true
 	case Time:
-		tb, timeB = y.temporal, true
-	default:
-		return 0, false, false
+		return x.temporal, true, true
 	}
+	return temporal{}, false, false
+}
+
+// nodeOrValueTemporal is temporalOf that also reads a date, dateTime or
+// instant node, as toSystem would convert it but without making a Value.
+// empty is true for such a node without a (valid) value.
+func nodeOrValueTemporal(v Value) (t temporal, isTime, empty, ok bool) {
+	n, isNode := v.(*Node)
+	if !isNode {
+		t, isTime, ok = temporalOf(v)
+		return t, isTime, false, ok
+	}
+	switch x := n.Value.(type) {
+	case *r4.Date:
+		if !x.HasValue() {
+			return temporal{}, false, true, true
+		}
+		ok = parseDatePart(x.Value, &t)
+	case *r4.DateTime:
+		if !x.HasValue() {
+			return temporal{}, false, true, true
+		}
+		var dt DateTime
+		dt, ok = parseDateTime(x.Value)
+		t = dt.temporal
+	case *r4.Instant:
+		if !x.HasValue() {
+			return temporal{}, false, true, true
+		}
+		var dt DateTime
+		dt, ok = parseDateTime(x.Value)
+		t = dt.temporal
+	default:
+		return temporal{}, false, false, false
+	}
+	return t, false, !ok, true
+}
+
+// compareTemporals is temporalCompare on the temporals.
+func compareTemporals(ta, tb temporal, timeA, timeB bool) (c int, known, ok bool) {
 	if timeA != timeB {
 		return 0, false, false
 	}

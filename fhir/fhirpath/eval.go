@@ -68,23 +68,30 @@ type Env struct {
 
 // evaluator is the state of one evaluation.
 type evaluator struct {
-	ctx       context.Context
-	src       string
-	env       *Env
-	steps     int
-	maxSteps  int
-	maxItems  int
-	now       time.Time
-	input     Collection
-	resource  Collection
-	root      Collection // %rootResource
-	bundle    *r4.Bundle
-	vars      map[string]Collection
-	regexps   map[string]*regexp.Regexp
-	skipEmpty bool
-	nodes     []Node     // the current block of box
-	kids      []r4.Child // navigation's reused buffer
-	last      lookup     // navigation's last name lookup
+	ctx        context.Context
+	src        string
+	env        *Env
+	steps      int
+	maxSteps   int
+	maxItems   int
+	now        time.Time
+	input      Collection
+	resource   Collection
+	root       Collection // %rootResource
+	bundle     *r4.Bundle
+	vars       map[string]Collection
+	regexps    map[string]*regexp.Regexp
+	skipEmpty  bool
+	nodes      []Node       // the current block of box
+	kids       []r4.Child   // navigation's reused buffer
+	ids        []r4.ID      // the current block of newID
+	vals       []Value      // the current block of single and coll
+	scopes     []scope      // the current block of lambdaScope
+	freeScopes []*scope     // scopes given back, kept from one evaluation to the next
+	elems      *elemCache   // kept from one evaluation to the next
+	kidStack   [][]r4.Child // chains' child buffers by depth, kept too
+	kidsHeld   []int        // the most each of kidStack held, to clear
+	kidDepth   int          // the depth of kidStack in use (chains nest through where())
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one
@@ -96,8 +103,21 @@ var evaluators = sync.Pool{New: func() any { return new(evaluator) }}
 // into what remains of it.
 func (e *evaluator) release() {
 	clear(e.kids)
-	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0]}
+	for d, n := range e.kidsHeld {
+		clear(e.kidStack[d][:n])
+	}
+	clear(e.kidsHeld)
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], scopes: e.scopes[len(e.scopes):], elems: e.elems, freeScopes: e.freeScopes, kidStack: e.kidStack, kidsHeld: e.kidsHeld}
 	evaluators.Put(e)
+}
+
+// clock returns the time now() and today() report: Env.Now, or the system
+// clock read once per evaluation, when first needed.
+func (e *evaluator) clock() time.Time {
+	if e.now.IsZero() {
+		e.now = time.Now()
+	}
+	return e.now
 }
 
 // resourceColl returns %resource, made on first use.
@@ -158,16 +178,25 @@ func (e *evaluator) eval(n node, sc *scope) (Collection, error) {
 		if n.val == nil {
 			return nil, nil
 		}
+		if n.coll != nil {
+			return n.coll[:1:1], nil
+		}
 		return Collection{n.val}, nil
 	case *identNode:
-		return e.member(sc.this, n.name, n.at, true)
+		return e.member(sc.this, n.name, n.at, true, &n.cache)
 	case *memberNode:
+		if n.fused != nil {
+			return e.evalChain(n.fused, sc)
+		}
 		t, err := e.eval(n.target, sc)
 		if err != nil {
 			return nil, err
 		}
-		return e.member(t, n.name, n.at, false)
+		return e.member(t, n.name, n.at, false, &n.cache)
 	case *callNode:
+		if n.fused != nil {
+			return e.evalChain(n.fused, sc)
+		}
 		var target Collection
 		if n.target == nil {
 			target = sc.this
@@ -307,7 +336,7 @@ func (e *evaluator) envVar(n *envNode) (Collection, error) {
 
 // member navigates from every item of c to its children called name. At
 // the start of a path (first), a type name selects the items of that type.
-func (e *evaluator) member(c Collection, name string, at int, first bool) (Collection, error) {
+func (e *evaluator) member(c Collection, name string, at int, first bool, cache *stepCache) (Collection, error) {
 	var out Collection
 	if first && name != "" && name[0] >= 'A' && name[0] <= 'Z' {
 		matched := false
@@ -337,7 +366,7 @@ func (e *evaluator) member(c Collection, name string, at int, first bool) (Colle
 			continue
 		}
 		before := len(out)
-		out = navigate(n, name, out, e)
+		out = navigate(n, name, out, e, cache)
 		if err := e.step(len(out)-before, at); err != nil {
 			return nil, err
 		}
@@ -419,12 +448,52 @@ func (e *evaluator) negate(x Collection, at int) (Collection, error) {
 	return nil, evalErr(ErrEvaluation, at, "cannot negate %s", typeName(v))
 }
 
-func boolColl(b bool) Collection { return Collection{Boolean(b)} }
+// trueColl and falseColl are the results of boolean operators and
+// functions, shared: a result is never changed in place.
+var (
+	trueColl  = Collection{Boolean(true)}
+	falseColl = Collection{Boolean(false)}
+)
+
+func boolColl(b bool) Collection {
+	if b {
+		return trueColl[:1:1]
+	}
+	return falseColl[:1:1]
+}
+
+// coll returns an empty collection with room for n items (at most 128),
+// from the evaluator's blocks.
+func (e *evaluator) coll(n int) Collection {
+	if e == nil {
+		return make(Collection, 0, n)
+	}
+	if cap(e.vals)-len(e.vals) < n {
+		e.vals = make([]Value, 0, min(max(2*cap(e.vals), 4, n), 128))
+	}
+	m := len(e.vals)
+	e.vals = e.vals[:m+n]
+	return e.vals[m : m : m+n]
+}
+
+// single returns the collection of v alone, from the evaluator's blocks.
+func (e *evaluator) single(v Value) Collection {
+	if len(e.vals) == cap(e.vals) {
+		e.vals = make([]Value, 0, min(max(2*cap(e.vals), 4), 128))
+	}
+	e.vals = append(e.vals, v)
+	n := len(e.vals)
+	return e.vals[n-1 : n : n]
+}
 
 func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 	switch n.op {
 	case "and", "or", "xor", "implies":
 		return e.logic(n, sc)
+	case "=", "!=":
+		if res, done, err := e.stepEqualsString(n, sc); done || err != nil {
+			return res, err
+		}
 	}
 	l, err := e.eval(n.l, sc)
 	if err != nil {
@@ -451,6 +520,23 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		res := collEquivalent(l, r)
 		return boolColl(res == (n.op == "~")), nil
 	case "<", ">", "<=", ">=":
+		if len(l) == 1 && len(r) == 1 {
+			// Dates and times compare without converting a node
+			// to a Value first.
+			ta, timeA, emptyA, okA := nodeOrValueTemporal(l[0])
+			tb, timeB, emptyB, okB := nodeOrValueTemporal(r[0])
+			if okA && okB {
+				if emptyA || emptyB {
+					return nil, nil
+				}
+				if c, known, ok := compareTemporals(ta, tb, timeA, timeB); ok {
+					if !known {
+						return nil, nil
+					}
+					return boolColl(compared(n.op, c)), nil
+				}
+			}
+		}
 		a, ok1, err := singleton(l, n.l.pos())
 		if err != nil {
 			return nil, err
@@ -463,18 +549,7 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		if err != nil || !known {
 			return nil, err
 		}
-		var res bool
-		switch n.op {
-		case "<":
-			res = c < 0
-		case ">":
-			res = c > 0
-		case "<=":
-			res = c <= 0
-		case ">=":
-			res = c >= 0
-		}
-		return boolColl(res), nil
+		return boolColl(compared(n.op, c)), nil
 	case "in", "contains":
 		item, coll := l, r
 		if n.op == "contains" {
@@ -527,6 +602,19 @@ func (e *evaluator) binary(n *binaryNode, sc *scope) (Collection, error) {
 		return nil, nil // beyond the range of System.Decimal
 	}
 	return Collection{v}, nil
+}
+
+// compared applies a comparison operator to the result of a comparison.
+func compared(op string, c int) bool {
+	switch op {
+	case "<":
+		return c < 0
+	case ">":
+		return c > 0
+	case "<=":
+		return c <= 0
+	}
+	return c >= 0
 }
 
 func (e *evaluator) logic(n *binaryNode, sc *scope) (Collection, error) {
@@ -606,4 +694,62 @@ func containsValue(c Collection, v Value) bool {
 		}
 	}
 	return false
+}
+
+// stepEqualsString evaluates name = 'text' (or !=), a path of one step
+// from a single node compared with a string literal, the common form of a
+// criterion (system = 'http://loinc.org', use = 'official'), without
+// making the child a node: done is false when n is not of that form, or
+// the child not a string-valued primitive, for the general evaluation.
+// Steps are counted as the general evaluation counts them.
+func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, done bool, err error) {
+	id, ok := n.l.(*identNode)
+	lit, ok2 := n.r.(*literalNode)
+	if !ok || !ok2 || len(sc.this) != 1 || e.skipEmpty {
+		return nil, false, nil
+	}
+	want, ok := lit.val.(String)
+	nd, ok2 := sc.this[0].(*Node)
+	if !ok || !ok2 || id.name == "" || id.name[0] < 'a' || id.name[0] > 'z' || id.name == "id" || id.name == "url" {
+		return nil, false, nil
+	}
+	def := nd.childDef()
+	l := id.cache.get(def, id.name)
+	var kids []r4.Child
+	if !l.none {
+		kids = r4.AppendChildren(e.kids[:0], nd.Value, id.name, l.choice)
+		defer func() {
+			clear(kids)
+			e.kids = kids[:0]
+		}()
+	}
+	var text string
+	has := false
+	if len(kids) == 1 {
+		var kn Node
+		switch {
+		case l.typed1:
+			kn = Node{Value: kids[0].Node, Type: l.elem.Type, def: l.elemDef}
+		case l.choice:
+			kn = l.typedNode(kids[0].Name, kids[0].Node)
+		default:
+			kn = e.childNode(def, kids[0].Name, kids[0].Node)
+		}
+		var isStr bool
+		if text, isStr, has = nodeText(&kn); !isStr {
+			return nil, false, nil
+		}
+	}
+	// As eval: the identifier and its items, the literal, then the
+	// operator's items.
+	if err := e.step(2+2*len(kids)+1, n.at); err != nil {
+		return nil, true, err
+	}
+	switch {
+	case len(kids) == 0 || len(kids) == 1 && !has:
+		return nil, true, nil // empty, or a value unknown
+	case len(kids) > 1:
+		return boolColl(n.op == "!="), true, nil
+	}
+	return boolColl((text == string(want)) == (n.op == "=")), true, nil
 }

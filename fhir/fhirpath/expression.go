@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"sync"
-	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
@@ -49,6 +48,7 @@ func Parse(expr string) (*Expression, error) {
 	if err := check(root, nil); err != nil {
 		return nil, err
 	}
+	fuse(root)
 	return &Expression{src: expr, root: root}, nil
 }
 
@@ -133,7 +133,10 @@ func MustCompile(expr string) *Expression {
 // Evaluate evaluates the expression over input with env (which may be
 // nil). It stops with an *EvalError of class ErrLimit when ctx ends or
 // the limits in env are exceeded; other errors are *EvalError of class
-// ErrSemantic, ErrEvaluation or ErrNotSupported.
+// ErrSemantic, ErrEvaluation or ErrNotSupported. The result may share its
+// storage with the input, with other results and with the compiled
+// expression (a boolean result, a literal): it must not be changed in
+// place.
 func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (Collection, error) {
 	if env == nil {
 		env = &Env{}
@@ -159,10 +162,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 	if e.maxItems <= 0 {
 		e.maxItems = 1_000_000
 	}
-	e.now = env.Now
-	if e.now.IsZero() {
-		e.now = time.Now()
-	}
+	e.now = env.Now // the system clock is read on first use (clock)
 	// %resource and %rootResource are made when first used.
 	if env.Resource == nil && len(input) == 1 {
 		if n, ok := input[0].(*Node); ok {

@@ -330,7 +330,7 @@ func extensionFn(e *evaluator, n *callNode, t Collection, sc *scope) (Collection
 		if !ok {
 			continue
 		}
-		for _, x := range navigate(nd, "extension", nil, e) {
+		for _, x := range navigate(nd, "extension", nil, e, nil) {
 			if ext, ok := x.(*Node).Value.(*r4.Extension); ok && ext.URL == url {
 				out = append(out, x)
 			}

@@ -43,9 +43,41 @@ func (e *evaluator) arg(n *callNode, i int, sc *scope) (Collection, error) {
 	return e.eval(n.args[i], sc)
 }
 
+// lambdaScope returns the scope in which an iterating function evaluates
+// its argument for its items: made once per call, and set to each item in
+// turn by lambdaAt. No evaluation keeps its scope, so the function gives
+// it back with releaseScope when it is done.
+func (e *evaluator) lambdaScope(sc *scope) *scope {
+	if n := len(e.freeScopes); n > 0 {
+		s := e.freeScopes[n-1]
+		e.freeScopes = e.freeScopes[:n-1]
+		*s = scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
+		return s
+	}
+	if len(e.scopes) == cap(e.scopes) {
+		e.scopes = make([]scope, 0, min(max(2*cap(e.scopes), 2), 32))
+	}
+	e.scopes = append(e.scopes, scope{hasIndex: true, total: sc.total, hasTotal: sc.hasTotal})
+	return &e.scopes[len(e.scopes)-1]
+}
+
+// releaseScope gives back a scope from lambdaScope once its function is
+// done with it, for the next lambdaScope.
+func (e *evaluator) releaseScope(s *scope) {
+	*s = scope{}
+	e.freeScopes = append(e.freeScopes, s)
+}
+
+// lambdaAt evaluates argument arg in inner, from lambdaScope, with $this
+// the item v and $index index.
+func (e *evaluator) lambdaAt(inner *scope, n *callNode, arg int, v Value, index int) (Collection, error) {
+	inner.this, inner.index = e.single(v), index
+	return e.eval(n.args[arg], inner)
+}
+
 // lambda evaluates argument i with $this the item v and $index i.
 func (e *evaluator) lambda(n *callNode, arg int, v Value, index int, sc *scope) (Collection, error) {
-	inner := scope{this: Collection{v}, index: index, hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
+	inner := scope{this: e.single(v), index: index, hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
 	return e.eval(n.args[arg], &inner)
 }
 
@@ -105,8 +137,10 @@ func existenceFuncs() map[string]*funcDef {
 			if len(n.args) == 0 {
 				return boolColl(len(t) > 0), nil
 			}
+			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -119,8 +153,10 @@ func existenceFuncs() map[string]*funcDef {
 			return boolColl(false), nil
 		}},
 		"all": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
+			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -200,8 +236,10 @@ func filterFuncs() map[string]*funcDef {
 	return map[string]*funcDef{
 		"where": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
+			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -217,8 +255,10 @@ func filterFuncs() map[string]*funcDef {
 		}},
 		"select": {1, 1, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var out Collection
+			inner := e.lambdaScope(sc)
+			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambda(n, 0, v, i, sc)
+				r, err := e.lambdaAt(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
@@ -379,24 +419,7 @@ func filterFuncs() map[string]*funcDef {
 			return out, e.step(len(out), n.at)
 		}},
 		"descendants": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			var out Collection
-			queue := t
-			for len(queue) > 0 {
-				start := len(out)
-				for _, v := range queue {
-					if nd, ok := v.(*Node); ok {
-						out = children(nd, out, e)
-					}
-				}
-				if err := e.step(len(out)-start, n.at); err != nil {
-					return nil, err
-				}
-				if err := e.checkSize(out, n.at); err != nil {
-					return nil, err
-				}
-				queue = out[start:]
-			}
-			return out, nil
+			return e.descendants(t, n.at)
 		}},
 		"aggregate": {1, 2, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
 			var total Collection
@@ -554,14 +577,14 @@ func utilityFuncs() map[string]*funcDef {
 			return t, nil
 		}},
 		"now": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			return Collection{dateTimeOf(e.now, Millisecond)}, nil
+			return Collection{dateTimeOf(e.clock(), Millisecond)}, nil
 		}},
 		"today": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			dt := dateTimeOf(e.now, Day)
+			dt := dateTimeOf(e.clock(), Day)
 			return Collection{Date{dt.temporal}}, nil
 		}},
 		"timeOfDay": {0, 0, func(e *evaluator, n *callNode, t Collection, sc *scope) (Collection, error) {
-			dt := dateTimeOf(e.now, Millisecond)
+			dt := dateTimeOf(e.clock(), Millisecond)
 			tt := dt.temporal
 			tt.Year, tt.Month, tt.Day, tt.HasZone, tt.ZoneOffset = 0, 0, 0, false, 0
 			return Collection{Time{tt}}, nil
@@ -601,6 +624,28 @@ func ofTypeFunc(e *evaluator, n *callNode, t Collection, sc *scope) (Collection,
 		if ok {
 			out = append(out, v)
 		}
+	}
+	return out, nil
+}
+
+// descendants returns the descendants of the items of t, breadth first.
+func (e *evaluator) descendants(t Collection, at int) (Collection, error) {
+	var out Collection
+	queue := t
+	for len(queue) > 0 {
+		start := len(out)
+		for _, v := range queue {
+			if nd, ok := v.(*Node); ok {
+				out = children(nd, out, e)
+			}
+		}
+		if err := e.step(len(out)-start, at); err != nil {
+			return nil, err
+		}
+		if err := e.checkSize(out, at); err != nil {
+			return nil, err
+		}
+		queue = out[start:]
 	}
 	return out, nil
 }

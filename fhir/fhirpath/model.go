@@ -2,6 +2,7 @@ package fhirpath
 
 import (
 	"strings"
+	"sync/atomic"
 
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
@@ -48,19 +49,30 @@ func NodeOf(r r4.Resource) *Node {
 }
 
 // resourceDefs holds the definition of every resource type, read-only
-// after initialisation: nested resources are met often enough that a
-// binary search of the tables each time shows.
-var resourceDefs = func() map[string]*spec.Type {
-	m := map[string]*spec.Type{}
+// after initialisation, in buckets by resourceHash: nested resources are
+// met often enough that a map lookup, or a binary search of the tables,
+// each time shows.
+var resourceDefs = func() *[256][]*spec.Type {
+	var m [256][]*spec.Type
 	for _, t := range r4.ResourceTypes() {
-		m[t] = spec.Lookup(t)
+		h := resourceHash(t)
+		m[h] = append(m[h], spec.Lookup(t))
 	}
-	return m
+	return &m
 }()
 
+func resourceHash(t string) int {
+	if t == "" {
+		return 0
+	}
+	return (len(t)*31 + int(t[0])*7 + int(t[len(t)-1])*3 + int(t[len(t)/2])) & 255
+}
+
 func resourceDef(t string) *spec.Type {
-	if d, ok := resourceDefs[t]; ok {
-		return d
+	for _, d := range resourceDefs[resourceHash(t)] {
+		if d != nil && d.Name == t {
+			return d
+		}
 	}
 	return spec.Lookup(t)
 }
@@ -88,7 +100,9 @@ func NodeOfType(x any, def *spec.Type) *Node {
 // Node alone.
 func (e *evaluator) box(n Node) *Node {
 	if e == nil {
-		return &n
+		p := new(Node) // not &n, which would make every n escape
+		*p = n
+		return p
 	}
 	if len(e.nodes) == cap(e.nodes) {
 		// Blocks grow from 4 to 128 nodes: most evaluations (an
@@ -112,13 +126,56 @@ func navigate2all(n *Node, def *spec.Type, out Collection, e *evaluator) Collect
 		if e != nil && e.skipEmpty && !hasContent(c.Node, 0) {
 			continue
 		}
-		out = append(out, e.box(childNode(def, c.Name, c.Node)))
+		out = append(out, e.box(e.childNode(def, c.Name, c.Node)))
 	}
 	if e != nil {
 		clear(kids)
 		e.kids = kids[:0]
 	}
 	return out
+}
+
+// elemCache remembers the elements navigation met by type and name, direct
+// mapped: children() and descendants() meet every element name of every
+// type they pass, where a binary search of the type's elements each time
+// shows.
+type elemCache [1024]struct {
+	def   *spec.Type
+	name  string
+	elem  *spec.Element
+	typ   *spec.Type // elem's type definition
+	plain bool       // elem is not of type Resource: no resource is found under it
+}
+
+// childNode is childNode with the evaluator's element cache.
+func (e *evaluator) childNode(def *spec.Type, name string, c any) Node {
+	if e == nil || def == nil || name == "" {
+		if r, ok := c.(r4.Resource); ok {
+			return e.resourceNode(r)
+		}
+		return childNode(def, name, c)
+	}
+	if e.elems == nil {
+		e.elems = new(elemCache)
+	}
+	h := (def.Index()*61 + len(name)*17 + int(name[0])*5 + int(name[len(name)/2])*3 + int(name[len(name)-1])) & (len(e.elems) - 1)
+	ent := &e.elems[h]
+	if ent.def != def || ent.name != name {
+		ent.def, ent.name, ent.elem, ent.typ, ent.plain = def, name, def.Element(name), nil, false
+		if ent.elem != nil {
+			ent.typ, ent.plain = ent.elem.TypeDef(), ent.elem.Type != "Resource"
+		}
+	}
+	if ent.plain {
+		return Node{Value: c, Type: ent.elem.Type, def: ent.typ}
+	}
+	if r, ok := c.(r4.Resource); ok {
+		return e.resourceNode(r)
+	}
+	if ent.elem != nil {
+		return Node{Value: c, Type: ent.elem.Type, def: ent.typ}
+	}
+	return childNode(nil, name, c)
 }
 
 var elementDef = spec.Lookup("Element")
@@ -156,11 +213,31 @@ func childNode(parentDef *spec.Type, name string, c any) Node {
 	return Node{Value: c, Type: "Element"}
 }
 
-// choiceNames reports whether name is a choice element of def (such as
-// value for Observation.value[x]).
-func isChoice(def *spec.Type, name string) bool {
+// lookup is what navigation needs to know about a name on a type: its
+// element (nil for a choice name or an unknown type), whether it is a
+// choice element and then its typed elements (valueQuantity…). It is
+// immutable once made.
+type lookup struct {
+	def     *spec.Type
+	name    string
+	elem    *spec.Element
+	elemDef *spec.Type // elem's type definition
+	typed1  bool       // elem is of one type, not Resource: its children all have it
+	choice  bool
+	none    bool            // def has no such element
+	typed   []*spec.Element // a choice element's typed elements
+}
+
+// newLookup resolves name on def.
+func newLookup(def *spec.Type, name string) *lookup {
+	l := &lookup{def: def, name: name}
 	if def == nil {
-		return false
+		return l
+	}
+	if l.elem = def.Element(name); l.elem != nil {
+		l.elemDef = l.elem.TypeDef()
+		l.typed1 = l.elem.Type != "Resource"
+		return l
 	}
 	es := def.Elements
 	lo, hi := 0, len(es)
@@ -175,68 +252,101 @@ func isChoice(def *spec.Type, name string) bool {
 	suffix := "." + name + "[x]"
 	for ; lo < len(es) && strings.HasPrefix(es[lo].Name, name); lo++ {
 		if strings.HasSuffix(es[lo].Path, suffix) {
-			return true
+			l.typed = append(l.typed, &es[lo])
 		}
 	}
-	return false
+	l.choice = len(l.typed) > 0
+	l.none = !l.choice
+	return l
 }
 
-// lookup is what navigation needs to know about a name on a type: its
-// element (nil for a choice name or an unknown type) and whether it is a
+// typedNode returns the Node of a child found under the typed name of a
 // choice element.
-type lookup struct {
-	def    *spec.Type
-	name   string
-	elem   *spec.Element
-	choice bool
-	none   bool // def has no such element
-}
-
-// lookupName resolves name on def, remembering the last answer: a
-// collection's items mostly share their type.
-func (e *evaluator) lookupName(def *spec.Type, name string) lookup {
-	if e != nil && def != nil && e.last.def == def && e.last.name == name {
-		return e.last
-	}
-	l := lookup{def: def, name: name}
-	if def != nil {
-		l.elem = def.Element(name)
-		if l.elem == nil {
-			l.choice = isChoice(def, name)
-			l.none = !l.choice
+func (l *lookup) typedNode(name string, x any) Node {
+	for _, el := range l.typed {
+		if el.Name == name {
+			return Node{Value: x, Type: el.Type, def: el.TypeDef()}
 		}
 	}
-	if e != nil {
-		e.last = l
+	return childNode(l.def, name, x)
+}
+
+// stepCache is the inline cache of a path step (an identifier or a
+// member access in the expression): the lookups of its name on the input
+// types met so far, so that navigation resolves the name once per type and
+// step rather than once per item. Expressions are shared between
+// goroutines: the entries are immutable and replaced as a whole.
+type stepCache struct {
+	p atomic.Pointer[[]*lookup]
+}
+
+// maxStepTypes bounds the types a step remembers; further types are looked
+// up each time.
+const maxStepTypes = 16
+
+// get returns the lookup of name on def, from the cache when it holds it.
+func (c *stepCache) get(def *spec.Type, name string) *lookup {
+	if c == nil {
+		return newLookup(def, name)
+	}
+	old := c.p.Load()
+	if old != nil {
+		for _, l := range *old {
+			if l.def == def {
+				return l
+			}
+		}
+	}
+	l := newLookup(def, name)
+	if old == nil || len(*old) < maxStepTypes {
+		var ls []*lookup
+		if old != nil {
+			ls = append(ls, *old...)
+		}
+		ls = append(ls, l)
+		c.p.CompareAndSwap(old, &ls)
 	}
 	return l
 }
 
+// resourceNode returns the Node of a nested resource.
+func (e *evaluator) resourceNode(r r4.Resource) Node {
+	t := r.ResourceType()
+	return Node{Value: r, Type: t, def: resourceDef(t)}
+}
+
+var (
+	idDef     = spec.Lookup("id")
+	stringDef = spec.Lookup("string")
+	uriDef    = spec.Lookup("uri")
+)
+
 // navigate appends to out the children of n named name (a choice name
-// such as value matches valueQuantity, valueString…).
-func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
+// such as value matches valueQuantity, valueString…). c, when not nil, is
+// the inline cache of the step.
+func navigate(n *Node, name string, out Collection, e *evaluator, c *stepCache) Collection {
 	switch name {
 	case "id":
 		if r, ok := n.Value.(r4.Resource); ok {
 			if id := r.ResourceID(); id != "" {
-				return append(out, &Node{Value: &r4.ID{Value: id, Present: true}, Type: "id", def: spec.Lookup("id")})
+				return append(out, e.box(Node{Value: e.newID(id), Type: "id", def: idDef}))
 			}
 			return out
 		}
 		if idp, _ := r4.ElementOf(n.Value); idp != nil && *idp != "" {
-			return append(out, &Node{Value: &r4.String{Value: *idp, Present: true}, Type: "string", def: spec.Lookup("string")})
+			return append(out, e.box(Node{Value: &r4.String{Value: *idp, Present: true}, Type: "string", def: stringDef}))
 		}
 		return out
 	case "url":
-		if e, ok := n.Value.(*r4.Extension); ok {
-			if e.URL != "" {
-				out = append(out, &Node{Value: &r4.URI{Value: e.URL, Present: true}, Type: "uri", def: spec.Lookup("uri")})
+		if x, ok := n.Value.(*r4.Extension); ok {
+			if x.URL != "" {
+				out = append(out, e.box(Node{Value: &r4.URI{Value: x.URL, Present: true}, Type: "uri", def: uriDef}))
 			}
 			return out
 		}
 	}
 	def := n.childDef()
-	l := e.lookupName(def, name)
+	l := c.get(def, name)
 	if l.none {
 		return out
 	}
@@ -245,23 +355,54 @@ func navigate(n *Node, name string, out Collection, e *evaluator) Collection {
 		kids = e.kids[:0]
 	}
 	kids = r4.AppendChildren(kids, n.Value, name, l.choice)
-	for _, c := range kids {
-		if e != nil && e.skipEmpty && !hasContent(c.Node, 0) {
+	if len(kids) == 0 {
+		return out
+	}
+	if cap(out)-len(out) < len(kids) {
+		if len(out) == 0 && len(kids) <= 8 {
+			out = e.coll(len(kids))
+		} else {
+			out = growColl(out, len(kids))
+		}
+	}
+	for _, k := range kids {
+		if e != nil && e.skipEmpty && !hasContent(k.Node, 0) {
 			continue
 		}
-		if l.elem != nil {
-			if _, isRes := c.Node.(r4.Resource); !isRes {
-				out = append(out, e.box(Node{Value: c.Node, Type: l.elem.Type, def: l.elem.TypeDef()}))
-				continue
-			}
+		switch {
+		case l.typed1:
+			out = append(out, e.box(Node{Value: k.Node, Type: l.elem.Type, def: l.elemDef}))
+		case l.choice:
+			out = append(out, e.box(l.typedNode(k.Name, k.Node)))
+		default:
+			out = append(out, e.box(e.childNode(def, k.Name, k.Node)))
 		}
-		out = append(out, e.box(childNode(def, c.Name, c.Node)))
 	}
 	if e != nil {
 		clear(kids)
 		e.kids = kids[:0]
 	}
 	return out
+}
+
+// growColl returns c with room for n more items, at least doubling.
+func growColl(c Collection, n int) Collection {
+	out := make(Collection, len(c), max(len(c)+n, 2*cap(c), 4))
+	copy(out, c)
+	return out
+}
+
+// newID returns an r4.ID holding a resource's logical id, from the
+// evaluator's blocks.
+func (e *evaluator) newID(id string) *r4.ID {
+	if e == nil {
+		return &r4.ID{Value: id, Present: true}
+	}
+	if len(e.ids) == cap(e.ids) {
+		e.ids = make([]r4.ID, 0, min(max(2*cap(e.ids), 4), 64))
+	}
+	e.ids = append(e.ids, r4.ID{Value: id, Present: true})
+	return &e.ids[len(e.ids)-1]
 }
 
 // hasContent reports whether x, a child AppendChildren reported, has
@@ -288,9 +429,9 @@ func hasContent(x any, depth int) bool {
 
 // children appends every child of n.
 func children(n *Node, out Collection, e *evaluator) Collection {
-	out = navigate(n, "id", out, e)
+	out = navigate(n, "id", out, e, nil)
 	if _, ok := n.Value.(*r4.Extension); ok {
-		out = navigate(n, "url", out, e)
+		out = navigate(n, "url", out, e, nil)
 	}
 	def := n.childDef()
 	return navigate2all(n, def, out, e)
@@ -357,6 +498,24 @@ func toSystem(v Value) (Value, bool) {
 		}
 	}
 	return v, true
+}
+
+// nodeText returns the text of a primitive that toSystem converts to a
+// String (isStr false for any other node), and whether it has a value.
+func nodeText(n *Node) (text string, isStr, has bool) {
+	switch n.Value.(type) {
+	case *r4.Boolean, *r4.Integer, *r4.PositiveInt, *r4.UnsignedInt, *r4.Decimal,
+		*r4.Date, *r4.DateTime, *r4.Instant, *r4.Time:
+		return "", false, false
+	}
+	p, ok := n.primitive()
+	if !ok {
+		return "", false, false
+	}
+	if !p.HasValue() {
+		return "", true, false
+	}
+	return p.Text(), true, true
 }
 
 // dateTimeValue converts a FHIR dateTime text: a date alone stays a

@@ -11,20 +11,24 @@ type node interface{ pos() int }
 type (
 	// literalNode is a literal: one value, or {} (val nil).
 	literalNode struct {
-		at  int
-		val Value
+		at   int
+		val  Value
+		coll Collection // val alone, made once
 	}
 	// identNode is an identifier at the start of a path, evaluated
 	// against $this.
 	identNode struct {
-		at   int
-		name string
+		at    int
+		name  string
+		cache stepCache
 	}
 	// memberNode is target.name.
 	memberNode struct {
 		at     int
 		target node
 		name   string
+		cache  stepCache
+		fused  *chain // set when the member ends a path evaluated as a chain
 	}
 	// callNode is [target.]name(args).
 	callNode struct {
@@ -33,6 +37,7 @@ type (
 		name   string
 		args   []node
 		fn     *funcDef
+		fused  *chain // set when the call ends a path evaluated as a chain
 	}
 	// indexNode is target[index].
 	indexNode struct {
@@ -258,11 +263,11 @@ func (p *parser) unary() (node, error) {
 		if lit, ok := x.(*literalNode); ok && t.text == "-" {
 			switch v := lit.val.(type) {
 			case Integer:
-				return &literalNode{at: t.off, val: -v}, nil
+				return newLiteral(t.off, -v), nil
 			case Decimal:
-				return &literalNode{at: t.off, val: v.neg()}, nil
+				return newLiteral(t.off, v.neg()), nil
 			case Quantity:
-				return &literalNode{at: t.off, val: Quantity{Value: v.Value.neg(), Unit: v.Unit}}, nil
+				return newLiteral(t.off, Quantity{Value: v.Value.neg(), Unit: v.Unit}), nil
 			}
 		}
 		return &unaryNode{at: t.off, op: t.text, x: x}, nil
@@ -371,23 +376,23 @@ func (p *parser) term() (node, error) {
 			if u.kind == tIdent {
 				unit = calendarUnits[u.text]
 			}
-			return &literalNode{at: t.off, val: Quantity{Value: toDecimal(num), Unit: unit}}, nil
+			return newLiteral(t.off, Quantity{Value: toDecimal(num), Unit: unit}), nil
 		}
-		return &literalNode{at: t.off, val: num}, nil
+		return newLiteral(t.off, num), nil
 	case tLong:
 		n, ok := parseInteger(t.text)
 		if !ok {
 			return nil, p.errAt(t, "long %s out of range", t.text)
 		}
-		return &literalNode{at: t.off, val: n}, nil
+		return newLiteral(t.off, n), nil
 	case tString:
-		return &literalNode{at: t.off, val: String(t.text)}, nil
+		return newLiteral(t.off, String(t.text)), nil
 	case tDate:
 		v, err := parseDateTimeLiteral(t.text)
 		if err != nil {
 			return nil, p.errAt(t, "invalid date/time literal @%s", t.text)
 		}
-		return &literalNode{at: t.off, val: v}, nil
+		return newLiteral(t.off, v), nil
 	case tVar:
 		switch t.text {
 		case "$this", "$index", "$total":
@@ -401,9 +406,9 @@ func (p *parser) term() (node, error) {
 	case tIdent:
 		switch t.text {
 		case "true":
-			return &literalNode{at: t.off, val: Boolean(true)}, nil
+			return newLiteral(t.off, Boolean(true)), nil
 		case "false":
-			return &literalNode{at: t.off, val: Boolean(false)}, nil
+			return newLiteral(t.off, Boolean(false)), nil
 		}
 		if p.isOp("(") {
 			return p.call(t, nil)
@@ -428,4 +433,9 @@ func (p *parser) term() (node, error) {
 		}
 	}
 	return nil, p.errAt(t, "unexpected %s", describe(t))
+}
+
+// newLiteral returns the literal node of v.
+func newLiteral(at int, v Value) *literalNode {
+	return &literalNode{at: at, val: v, coll: Collection{v}}
 }

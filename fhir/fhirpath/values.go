@@ -451,7 +451,8 @@ func atoiN(s string) (int, bool) {
 
 // parseDatePart parses YYYY, YYYY-MM or YYYY-MM-DD into t.
 func parseDatePart(s string, t *temporal) bool {
-	parts := strings.Split(s, "-")
+	var buf [4]string
+	parts := splitInto(buf[:0], s, '-')
 	if len(parts) > 3 || len(parts[0]) != 4 {
 		return false
 	}
@@ -504,12 +505,13 @@ func parseTimePart(s string, t *temporal) bool {
 			return false
 		}
 	}
-	parts := strings.Split(s, ":")
+	var buf [4]string
+	parts := splitInto(buf[:0], s, ':')
 	if len(parts) > 3 {
 		return false
 	}
-	vals := []*int{&t.Hour, &t.Minute, &t.Second}
-	lim := []int{23, 59, 59}
+	vals := [3]*int{&t.Hour, &t.Minute, &t.Second}
+	lim := [3]int{23, 59, 59}
 	for i, p := range parts {
 		n, ok := atoiN(p)
 		if !ok || len(p) != 2 || n > lim[i] {
@@ -574,6 +576,9 @@ func parseDate(s string) (Date, bool) {
 // parseDateTime parses a FHIR dateTime or instant, or a FHIRPath DateTime
 // literal body (which may end in a bare T).
 func parseDateTime(s string) (DateTime, bool) {
+	if t, ok := parseFullDateTime(s); ok {
+		return DateTime{t}, true
+	}
 	var t temporal
 	date, rest := s, ""
 	if i := strings.IndexByte(s, 'T'); i >= 0 {
@@ -604,4 +609,73 @@ func parseTime(s string) (Time, bool) {
 		return Time{}, false
 	}
 	return Time{t}, true
+}
+
+// splitInto is strings.Split into dst, without allocating when dst has
+// room; it stops after cap(dst) parts (the last holding the rest), enough
+// to tell that there are too many.
+func splitInto(dst []string, s string, sep byte) []string {
+	for len(dst) < cap(dst)-1 {
+		i := strings.IndexByte(s, sep)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, s[:i])
+		s = s[i+1:]
+	}
+	return append(dst, s)
+}
+
+// parseFullDateTime parses the common form of a dateTime or instant,
+// YYYY-MM-DDThh:mm:ss with an optional fraction and zone, at fixed
+// offsets; ok is false for any other text (which parseDateTime then
+// parses in general, to the same result for this form).
+func parseFullDateTime(s string) (t temporal, ok bool) {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return t, false
+	}
+	hi, ok1 := digits2(s, 0)
+	lo, ok2 := digits2(s, 2)
+	var ok3, ok4, ok5, ok6, ok7 bool
+	t.Year = hi*100 + lo
+	t.Month, ok3 = digits2(s, 5)
+	t.Day, ok4 = digits2(s, 8)
+	t.Hour, ok5 = digits2(s, 11)
+	t.Minute, ok6 = digits2(s, 14)
+	t.Second, ok7 = digits2(s, 17)
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || !ok7 || t.Month < 1 || t.Month > 12 || t.Day < 1 || t.Day > daysIn(t.Year, t.Month) ||
+		t.Hour > 23 || t.Minute > 59 || t.Second > 59 {
+		return t, false
+	}
+	t.Precision = Second
+	rest := s[19:]
+	if len(rest) > 0 && rest[0] == '.' {
+		i := 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		frac := rest[1:i]
+		if frac == "" || len(frac) > 18 {
+			return t, false
+		}
+		n, _ := atoiN(frac)
+		for d := len(frac); d < 9; d++ {
+			n *= 10
+		}
+		for d := len(frac); d > 9; d-- {
+			n /= 10
+		}
+		t.Nanosecond, t.fracDigits, t.Precision = n, len(frac), Millisecond
+		rest = rest[i:]
+	}
+	if !parseZone(rest, &t) {
+		return t, false
+	}
+	return t, true
+}
+
+// digits2 reads the two decimal digits at s[i:i+2].
+func digits2(s string, i int) (int, bool) {
+	a, b := s[i]-'0', s[i+1]-'0'
+	return int(a)*10 + int(b), a <= 9 && b <= 9
 }

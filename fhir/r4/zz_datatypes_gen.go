@@ -125,6 +125,55 @@ func (x *Address) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "line":
+		return appendMany(dst, name, x.Line), fieldName
+	case "city":
+		return appendOne(dst, name, x.City), fieldName
+	case "district":
+		return appendOne(dst, name, x.District), fieldName
+	case "state":
+		return appendOne(dst, name, x.State), fieldName
+	case "postalCode":
+		return appendOne(dst, name, x.PostalCode), fieldName
+	case "country":
+		return appendOne(dst, name, x.Country), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Address) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "line", x.Line)
+	dst = appendOne(dst, "city", x.City)
+	dst = appendOne(dst, "district", x.District)
+	dst = appendOne(dst, "state", x.State)
+	dst = appendOne(dst, "postalCode", x.PostalCode)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *Address) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -258,6 +307,40 @@ func (x *Age) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
+func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "comparator":
+		return appendOne(dst, name, x.Comparator), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Age) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
+}
+
 func (x *Age) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -370,6 +453,44 @@ func (x *Annotation) walk(w *walker) {
 	walkOne(w, "authorString", x.AuthorString)
 	walkOne(w, "time", x.Time)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "authorReference":
+		return appendOne(dst, name, x.AuthorReference), fieldName
+	case "authorString":
+		return appendOne(dst, name, x.AuthorString), fieldName
+	case "time":
+		return appendOne(dst, name, x.Time), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "author":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "authorReference", x.AuthorReference)
+		dst = appendOne(dst, "authorString", x.AuthorString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Annotation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "authorReference", x.AuthorReference)
+	dst = appendOne(dst, "authorString", x.AuthorString)
+	dst = appendOne(dst, "time", x.Time)
+	dst = appendOne(dst, "text", x.Text)
+	return dst, x.ID
 }
 
 func (x *Annotation) elementParts() (*string, *[]Extension) {
@@ -517,6 +638,49 @@ func (x *Attachment) walk(w *walker) {
 	walkOne(w, "creation", x.Creation)
 }
 
+func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "contentType":
+		return appendOne(dst, name, x.ContentType), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "data":
+		return appendOne(dst, name, x.Data), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "size":
+		return appendOne(dst, name, x.Size), fieldName
+	case "hash":
+		return appendOne(dst, name, x.Hash), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "creation":
+		return appendOne(dst, name, x.Creation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Attachment) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "data", x.Data)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "size", x.Size)
+	dst = appendOne(dst, "hash", x.Hash)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "creation", x.Creation)
+	return dst, x.ID
+}
+
 func (x *Attachment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -619,6 +783,31 @@ func (x *CodeableConcept) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "coding", x.Coding)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "coding":
+		return appendMany(dst, name, x.Coding), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeableConcept) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "coding", x.Coding)
+	dst = appendOne(dst, "text", x.Text)
+	return dst, x.ID
 }
 
 func (x *CodeableConcept) elementParts() (*string, *[]Extension) {
@@ -738,6 +927,40 @@ func (x *Coding) walk(w *walker) {
 	walkOne(w, "userSelected", x.UserSelected)
 }
 
+func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "userSelected":
+		return appendOne(dst, name, x.UserSelected), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Coding) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "userSelected", x.UserSelected)
+	return dst, x.ID
+}
+
 func (x *Coding) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -834,6 +1057,31 @@ func (x *ContactDetail) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "name", x.Name)
 	walkMany(w, "telecom", x.Telecom)
+}
+
+func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContactDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	return dst, x.ID
 }
 
 func (x *ContactDetail) elementParts() (*string, *[]Extension) {
@@ -951,6 +1199,40 @@ func (x *ContactPoint) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "rank":
+		return appendOne(dst, name, x.Rank), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContactPoint) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "rank", x.Rank)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *ContactPoint) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1054,6 +1336,34 @@ func (x *Contributor) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "name", x.Name)
 	walkMany(w, "contact", x.Contact)
+}
+
+func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Contributor) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "contact", x.Contact)
+	return dst, x.ID
 }
 
 func (x *Contributor) elementParts() (*string, *[]Extension) {
@@ -1173,6 +1483,40 @@ func (x *Count) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "comparator":
+		return appendOne(dst, name, x.Comparator), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Count) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *Count) elementParts() (*string, *[]Extension) {
@@ -1321,6 +1665,59 @@ func (x *DataRequirement) walk(w *walker) {
 	walkMany(w, "sort", x.Sort)
 }
 
+func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "profile":
+		return appendMany(dst, name, x.Profile), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "mustSupport":
+		return appendMany(dst, name, x.MustSupport), fieldName
+	case "codeFilter":
+		return appendMany(dst, name, x.CodeFilter), fieldName
+	case "dateFilter":
+		return appendMany(dst, name, x.DateFilter), fieldName
+	case "limit":
+		return appendOne(dst, name, x.Limit), fieldName
+	case "sort":
+		return appendMany(dst, name, x.Sort), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DataRequirement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendMany(dst, "mustSupport", x.MustSupport)
+	dst = appendMany(dst, "codeFilter", x.CodeFilter)
+	dst = appendMany(dst, "dateFilter", x.DateFilter)
+	dst = appendOne(dst, "limit", x.Limit)
+	dst = appendMany(dst, "sort", x.Sort)
+	return dst, x.ID
+}
+
 func (x *DataRequirement) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1436,6 +1833,37 @@ func (x *DataRequirementCodeFilter) walk(w *walker) {
 	walkOne(w, "searchParam", x.SearchParam)
 	walkOne(w, "valueSet", x.ValueSet)
 	walkMany(w, "code", x.Code)
+}
+
+func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "searchParam":
+		return appendOne(dst, name, x.SearchParam), fieldName
+	case "valueSet":
+		return appendOne(dst, name, x.ValueSet), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DataRequirementCodeFilter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "searchParam", x.SearchParam)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	dst = appendMany(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *DataRequirementCodeFilter) elementParts() (*string, *[]Extension) {
@@ -1555,6 +1983,48 @@ func (x *DataRequirementDateFilter) walk(w *walker) {
 	walkOne(w, "valueDuration", x.ValueDuration)
 }
 
+func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "searchParam":
+		return appendOne(dst, name, x.SearchParam), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "valueDuration":
+		return appendOne(dst, name, x.ValueDuration), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		dst = appendOne(dst, "valueDuration", x.ValueDuration)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DataRequirementDateFilter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "searchParam", x.SearchParam)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	return dst, x.ID
+}
+
 func (x *DataRequirementDateFilter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1651,6 +2121,31 @@ func (x *DataRequirementSort) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "direction", x.Direction)
+}
+
+func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "direction":
+		return appendOne(dst, name, x.Direction), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DataRequirementSort) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "direction", x.Direction)
+	return dst, x.ID
 }
 
 func (x *DataRequirementSort) elementParts() (*string, *[]Extension) {
@@ -1769,6 +2264,40 @@ func (x *Distance) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "comparator":
+		return appendOne(dst, name, x.Comparator), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Distance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *Distance) elementParts() (*string, *[]Extension) {
@@ -1953,6 +2482,77 @@ func (x *Dosage) walk(w *walker) {
 	walkOne(w, "maxDosePerLifetime", x.MaxDosePerLifetime)
 }
 
+func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "additionalInstruction":
+		return appendMany(dst, name, x.AdditionalInstruction), fieldName
+	case "patientInstruction":
+		return appendOne(dst, name, x.PatientInstruction), fieldName
+	case "timing":
+		return appendOne(dst, name, x.Timing), fieldName
+	case "asNeededBoolean":
+		return appendOne(dst, name, x.AsNeededBoolean), fieldName
+	case "asNeededCodeableConcept":
+		return appendOne(dst, name, x.AsNeededCodeableConcept), fieldName
+	case "site":
+		return appendOne(dst, name, x.Site), fieldName
+	case "route":
+		return appendOne(dst, name, x.Route), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "doseAndRate":
+		return appendMany(dst, name, x.DoseAndRate), fieldName
+	case "maxDosePerPeriod":
+		return appendOne(dst, name, x.MaxDosePerPeriod), fieldName
+	case "maxDosePerAdministration":
+		return appendOne(dst, name, x.MaxDosePerAdministration), fieldName
+	case "maxDosePerLifetime":
+		return appendOne(dst, name, x.MaxDosePerLifetime), fieldName
+	case "asNeeded":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "asNeededBoolean", x.AsNeededBoolean)
+		dst = appendOne(dst, "asNeededCodeableConcept", x.AsNeededCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Dosage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "additionalInstruction", x.AdditionalInstruction)
+	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
+	dst = appendOne(dst, "timing", x.Timing)
+	dst = appendOne(dst, "asNeededBoolean", x.AsNeededBoolean)
+	dst = appendOne(dst, "asNeededCodeableConcept", x.AsNeededCodeableConcept)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "route", x.Route)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendMany(dst, "doseAndRate", x.DoseAndRate)
+	dst = appendOne(dst, "maxDosePerPeriod", x.MaxDosePerPeriod)
+	dst = appendOne(dst, "maxDosePerAdministration", x.MaxDosePerAdministration)
+	dst = appendOne(dst, "maxDosePerLifetime", x.MaxDosePerLifetime)
+	return dst, x.ID
+}
+
 func (x *Dosage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2082,6 +2682,58 @@ func (x *DosageDoseAndRate) walk(w *walker) {
 	walkOne(w, "rateQuantity", x.RateQuantity)
 }
 
+func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "doseRange":
+		return appendOne(dst, name, x.DoseRange), fieldName
+	case "doseQuantity":
+		return appendOne(dst, name, x.DoseQuantity), fieldName
+	case "rateRatio":
+		return appendOne(dst, name, x.RateRatio), fieldName
+	case "rateRange":
+		return appendOne(dst, name, x.RateRange), fieldName
+	case "rateQuantity":
+		return appendOne(dst, name, x.RateQuantity), fieldName
+	case "dose":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "doseRange", x.DoseRange)
+		dst = appendOne(dst, "doseQuantity", x.DoseQuantity)
+		return dst, choiceName
+	case "rate":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "rateRatio", x.RateRatio)
+		dst = appendOne(dst, "rateRange", x.RateRange)
+		dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DosageDoseAndRate) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "doseRange", x.DoseRange)
+	dst = appendOne(dst, "doseQuantity", x.DoseQuantity)
+	dst = appendOne(dst, "rateRatio", x.RateRatio)
+	dst = appendOne(dst, "rateRange", x.RateRange)
+	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+	return dst, x.ID
+}
+
 func (x *DosageDoseAndRate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2200,6 +2852,40 @@ func (x *Duration) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "comparator":
+		return appendOne(dst, name, x.Comparator), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Duration) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *Duration) elementParts() (*string, *[]Extension) {
@@ -3662,6 +4348,812 @@ func (x *ElementDefinition) walk(w *walker) {
 	walkMany(w, "mapping", x.Mapping)
 }
 
+func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "representation":
+		return appendMany(dst, name, x.Representation), fieldName
+	case "sliceName":
+		return appendOne(dst, name, x.SliceName), fieldName
+	case "sliceIsConstraining":
+		return appendOne(dst, name, x.SliceIsConstraining), fieldName
+	case "label":
+		return appendOne(dst, name, x.Label), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "slicing":
+		return appendOne(dst, name, x.Slicing), fieldName
+	case "short":
+		return appendOne(dst, name, x.Short), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "requirements":
+		return appendOne(dst, name, x.Requirements), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "defaultValueBase64Binary":
+		return appendOne(dst, name, x.DefaultValueBase64Binary), fieldName
+	case "defaultValueBoolean":
+		return appendOne(dst, name, x.DefaultValueBoolean), fieldName
+	case "defaultValueCanonical":
+		return appendOne(dst, name, x.DefaultValueCanonical), fieldName
+	case "defaultValueCode":
+		return appendOne(dst, name, x.DefaultValueCode), fieldName
+	case "defaultValueDate":
+		return appendOne(dst, name, x.DefaultValueDate), fieldName
+	case "defaultValueDateTime":
+		return appendOne(dst, name, x.DefaultValueDateTime), fieldName
+	case "defaultValueDecimal":
+		return appendOne(dst, name, x.DefaultValueDecimal), fieldName
+	case "defaultValueId":
+		return appendOne(dst, name, x.DefaultValueID), fieldName
+	case "defaultValueInstant":
+		return appendOne(dst, name, x.DefaultValueInstant), fieldName
+	case "defaultValueInteger":
+		return appendOne(dst, name, x.DefaultValueInteger), fieldName
+	case "defaultValueMarkdown":
+		return appendOne(dst, name, x.DefaultValueMarkdown), fieldName
+	case "defaultValueOid":
+		return appendOne(dst, name, x.DefaultValueOID), fieldName
+	case "defaultValuePositiveInt":
+		return appendOne(dst, name, x.DefaultValuePositiveInt), fieldName
+	case "defaultValueString":
+		return appendOne(dst, name, x.DefaultValueString), fieldName
+	case "defaultValueTime":
+		return appendOne(dst, name, x.DefaultValueTime), fieldName
+	case "defaultValueUnsignedInt":
+		return appendOne(dst, name, x.DefaultValueUnsignedInt), fieldName
+	case "defaultValueUri":
+		return appendOne(dst, name, x.DefaultValueURI), fieldName
+	case "defaultValueUrl":
+		return appendOne(dst, name, x.DefaultValueURL), fieldName
+	case "defaultValueUuid":
+		return appendOne(dst, name, x.DefaultValueUUID), fieldName
+	case "defaultValueAddress":
+		return appendOne(dst, name, x.DefaultValueAddress), fieldName
+	case "defaultValueAge":
+		return appendOne(dst, name, x.DefaultValueAge), fieldName
+	case "defaultValueAnnotation":
+		return appendOne(dst, name, x.DefaultValueAnnotation), fieldName
+	case "defaultValueAttachment":
+		return appendOne(dst, name, x.DefaultValueAttachment), fieldName
+	case "defaultValueCodeableConcept":
+		return appendOne(dst, name, x.DefaultValueCodeableConcept), fieldName
+	case "defaultValueCoding":
+		return appendOne(dst, name, x.DefaultValueCoding), fieldName
+	case "defaultValueContactPoint":
+		return appendOne(dst, name, x.DefaultValueContactPoint), fieldName
+	case "defaultValueCount":
+		return appendOne(dst, name, x.DefaultValueCount), fieldName
+	case "defaultValueDistance":
+		return appendOne(dst, name, x.DefaultValueDistance), fieldName
+	case "defaultValueDuration":
+		return appendOne(dst, name, x.DefaultValueDuration), fieldName
+	case "defaultValueHumanName":
+		return appendOne(dst, name, x.DefaultValueHumanName), fieldName
+	case "defaultValueIdentifier":
+		return appendOne(dst, name, x.DefaultValueIdentifier), fieldName
+	case "defaultValueMoney":
+		return appendOne(dst, name, x.DefaultValueMoney), fieldName
+	case "defaultValuePeriod":
+		return appendOne(dst, name, x.DefaultValuePeriod), fieldName
+	case "defaultValueQuantity":
+		return appendOne(dst, name, x.DefaultValueQuantity), fieldName
+	case "defaultValueRange":
+		return appendOne(dst, name, x.DefaultValueRange), fieldName
+	case "defaultValueRatio":
+		return appendOne(dst, name, x.DefaultValueRatio), fieldName
+	case "defaultValueReference":
+		return appendOne(dst, name, x.DefaultValueReference), fieldName
+	case "defaultValueSampledData":
+		return appendOne(dst, name, x.DefaultValueSampledData), fieldName
+	case "defaultValueSignature":
+		return appendOne(dst, name, x.DefaultValueSignature), fieldName
+	case "defaultValueTiming":
+		return appendOne(dst, name, x.DefaultValueTiming), fieldName
+	case "defaultValueContactDetail":
+		return appendOne(dst, name, x.DefaultValueContactDetail), fieldName
+	case "defaultValueContributor":
+		return appendOne(dst, name, x.DefaultValueContributor), fieldName
+	case "defaultValueDataRequirement":
+		return appendOne(dst, name, x.DefaultValueDataRequirement), fieldName
+	case "defaultValueExpression":
+		return appendOne(dst, name, x.DefaultValueExpression), fieldName
+	case "defaultValueParameterDefinition":
+		return appendOne(dst, name, x.DefaultValueParameterDefinition), fieldName
+	case "defaultValueRelatedArtifact":
+		return appendOne(dst, name, x.DefaultValueRelatedArtifact), fieldName
+	case "defaultValueTriggerDefinition":
+		return appendOne(dst, name, x.DefaultValueTriggerDefinition), fieldName
+	case "defaultValueUsageContext":
+		return appendOne(dst, name, x.DefaultValueUsageContext), fieldName
+	case "defaultValueDosage":
+		return appendOne(dst, name, x.DefaultValueDosage), fieldName
+	case "defaultValueMeta":
+		return appendOne(dst, name, x.DefaultValueMeta), fieldName
+	case "meaningWhenMissing":
+		return appendOne(dst, name, x.MeaningWhenMissing), fieldName
+	case "orderMeaning":
+		return appendOne(dst, name, x.OrderMeaning), fieldName
+	case "fixedBase64Binary":
+		return appendOne(dst, name, x.FixedBase64Binary), fieldName
+	case "fixedBoolean":
+		return appendOne(dst, name, x.FixedBoolean), fieldName
+	case "fixedCanonical":
+		return appendOne(dst, name, x.FixedCanonical), fieldName
+	case "fixedCode":
+		return appendOne(dst, name, x.FixedCode), fieldName
+	case "fixedDate":
+		return appendOne(dst, name, x.FixedDate), fieldName
+	case "fixedDateTime":
+		return appendOne(dst, name, x.FixedDateTime), fieldName
+	case "fixedDecimal":
+		return appendOne(dst, name, x.FixedDecimal), fieldName
+	case "fixedId":
+		return appendOne(dst, name, x.FixedID), fieldName
+	case "fixedInstant":
+		return appendOne(dst, name, x.FixedInstant), fieldName
+	case "fixedInteger":
+		return appendOne(dst, name, x.FixedInteger), fieldName
+	case "fixedMarkdown":
+		return appendOne(dst, name, x.FixedMarkdown), fieldName
+	case "fixedOid":
+		return appendOne(dst, name, x.FixedOID), fieldName
+	case "fixedPositiveInt":
+		return appendOne(dst, name, x.FixedPositiveInt), fieldName
+	case "fixedString":
+		return appendOne(dst, name, x.FixedString), fieldName
+	case "fixedTime":
+		return appendOne(dst, name, x.FixedTime), fieldName
+	case "fixedUnsignedInt":
+		return appendOne(dst, name, x.FixedUnsignedInt), fieldName
+	case "fixedUri":
+		return appendOne(dst, name, x.FixedURI), fieldName
+	case "fixedUrl":
+		return appendOne(dst, name, x.FixedURL), fieldName
+	case "fixedUuid":
+		return appendOne(dst, name, x.FixedUUID), fieldName
+	case "fixedAddress":
+		return appendOne(dst, name, x.FixedAddress), fieldName
+	case "fixedAge":
+		return appendOne(dst, name, x.FixedAge), fieldName
+	case "fixedAnnotation":
+		return appendOne(dst, name, x.FixedAnnotation), fieldName
+	case "fixedAttachment":
+		return appendOne(dst, name, x.FixedAttachment), fieldName
+	case "fixedCodeableConcept":
+		return appendOne(dst, name, x.FixedCodeableConcept), fieldName
+	case "fixedCoding":
+		return appendOne(dst, name, x.FixedCoding), fieldName
+	case "fixedContactPoint":
+		return appendOne(dst, name, x.FixedContactPoint), fieldName
+	case "fixedCount":
+		return appendOne(dst, name, x.FixedCount), fieldName
+	case "fixedDistance":
+		return appendOne(dst, name, x.FixedDistance), fieldName
+	case "fixedDuration":
+		return appendOne(dst, name, x.FixedDuration), fieldName
+	case "fixedHumanName":
+		return appendOne(dst, name, x.FixedHumanName), fieldName
+	case "fixedIdentifier":
+		return appendOne(dst, name, x.FixedIdentifier), fieldName
+	case "fixedMoney":
+		return appendOne(dst, name, x.FixedMoney), fieldName
+	case "fixedPeriod":
+		return appendOne(dst, name, x.FixedPeriod), fieldName
+	case "fixedQuantity":
+		return appendOne(dst, name, x.FixedQuantity), fieldName
+	case "fixedRange":
+		return appendOne(dst, name, x.FixedRange), fieldName
+	case "fixedRatio":
+		return appendOne(dst, name, x.FixedRatio), fieldName
+	case "fixedReference":
+		return appendOne(dst, name, x.FixedReference), fieldName
+	case "fixedSampledData":
+		return appendOne(dst, name, x.FixedSampledData), fieldName
+	case "fixedSignature":
+		return appendOne(dst, name, x.FixedSignature), fieldName
+	case "fixedTiming":
+		return appendOne(dst, name, x.FixedTiming), fieldName
+	case "fixedContactDetail":
+		return appendOne(dst, name, x.FixedContactDetail), fieldName
+	case "fixedContributor":
+		return appendOne(dst, name, x.FixedContributor), fieldName
+	case "fixedDataRequirement":
+		return appendOne(dst, name, x.FixedDataRequirement), fieldName
+	case "fixedExpression":
+		return appendOne(dst, name, x.FixedExpression), fieldName
+	case "fixedParameterDefinition":
+		return appendOne(dst, name, x.FixedParameterDefinition), fieldName
+	case "fixedRelatedArtifact":
+		return appendOne(dst, name, x.FixedRelatedArtifact), fieldName
+	case "fixedTriggerDefinition":
+		return appendOne(dst, name, x.FixedTriggerDefinition), fieldName
+	case "fixedUsageContext":
+		return appendOne(dst, name, x.FixedUsageContext), fieldName
+	case "fixedDosage":
+		return appendOne(dst, name, x.FixedDosage), fieldName
+	case "fixedMeta":
+		return appendOne(dst, name, x.FixedMeta), fieldName
+	case "patternBase64Binary":
+		return appendOne(dst, name, x.PatternBase64Binary), fieldName
+	case "patternBoolean":
+		return appendOne(dst, name, x.PatternBoolean), fieldName
+	case "patternCanonical":
+		return appendOne(dst, name, x.PatternCanonical), fieldName
+	case "patternCode":
+		return appendOne(dst, name, x.PatternCode), fieldName
+	case "patternDate":
+		return appendOne(dst, name, x.PatternDate), fieldName
+	case "patternDateTime":
+		return appendOne(dst, name, x.PatternDateTime), fieldName
+	case "patternDecimal":
+		return appendOne(dst, name, x.PatternDecimal), fieldName
+	case "patternId":
+		return appendOne(dst, name, x.PatternID), fieldName
+	case "patternInstant":
+		return appendOne(dst, name, x.PatternInstant), fieldName
+	case "patternInteger":
+		return appendOne(dst, name, x.PatternInteger), fieldName
+	case "patternMarkdown":
+		return appendOne(dst, name, x.PatternMarkdown), fieldName
+	case "patternOid":
+		return appendOne(dst, name, x.PatternOID), fieldName
+	case "patternPositiveInt":
+		return appendOne(dst, name, x.PatternPositiveInt), fieldName
+	case "patternString":
+		return appendOne(dst, name, x.PatternString), fieldName
+	case "patternTime":
+		return appendOne(dst, name, x.PatternTime), fieldName
+	case "patternUnsignedInt":
+		return appendOne(dst, name, x.PatternUnsignedInt), fieldName
+	case "patternUri":
+		return appendOne(dst, name, x.PatternURI), fieldName
+	case "patternUrl":
+		return appendOne(dst, name, x.PatternURL), fieldName
+	case "patternUuid":
+		return appendOne(dst, name, x.PatternUUID), fieldName
+	case "patternAddress":
+		return appendOne(dst, name, x.PatternAddress), fieldName
+	case "patternAge":
+		return appendOne(dst, name, x.PatternAge), fieldName
+	case "patternAnnotation":
+		return appendOne(dst, name, x.PatternAnnotation), fieldName
+	case "patternAttachment":
+		return appendOne(dst, name, x.PatternAttachment), fieldName
+	case "patternCodeableConcept":
+		return appendOne(dst, name, x.PatternCodeableConcept), fieldName
+	case "patternCoding":
+		return appendOne(dst, name, x.PatternCoding), fieldName
+	case "patternContactPoint":
+		return appendOne(dst, name, x.PatternContactPoint), fieldName
+	case "patternCount":
+		return appendOne(dst, name, x.PatternCount), fieldName
+	case "patternDistance":
+		return appendOne(dst, name, x.PatternDistance), fieldName
+	case "patternDuration":
+		return appendOne(dst, name, x.PatternDuration), fieldName
+	case "patternHumanName":
+		return appendOne(dst, name, x.PatternHumanName), fieldName
+	case "patternIdentifier":
+		return appendOne(dst, name, x.PatternIdentifier), fieldName
+	case "patternMoney":
+		return appendOne(dst, name, x.PatternMoney), fieldName
+	case "patternPeriod":
+		return appendOne(dst, name, x.PatternPeriod), fieldName
+	case "patternQuantity":
+		return appendOne(dst, name, x.PatternQuantity), fieldName
+	case "patternRange":
+		return appendOne(dst, name, x.PatternRange), fieldName
+	case "patternRatio":
+		return appendOne(dst, name, x.PatternRatio), fieldName
+	case "patternReference":
+		return appendOne(dst, name, x.PatternReference), fieldName
+	case "patternSampledData":
+		return appendOne(dst, name, x.PatternSampledData), fieldName
+	case "patternSignature":
+		return appendOne(dst, name, x.PatternSignature), fieldName
+	case "patternTiming":
+		return appendOne(dst, name, x.PatternTiming), fieldName
+	case "patternContactDetail":
+		return appendOne(dst, name, x.PatternContactDetail), fieldName
+	case "patternContributor":
+		return appendOne(dst, name, x.PatternContributor), fieldName
+	case "patternDataRequirement":
+		return appendOne(dst, name, x.PatternDataRequirement), fieldName
+	case "patternExpression":
+		return appendOne(dst, name, x.PatternExpression), fieldName
+	case "patternParameterDefinition":
+		return appendOne(dst, name, x.PatternParameterDefinition), fieldName
+	case "patternRelatedArtifact":
+		return appendOne(dst, name, x.PatternRelatedArtifact), fieldName
+	case "patternTriggerDefinition":
+		return appendOne(dst, name, x.PatternTriggerDefinition), fieldName
+	case "patternUsageContext":
+		return appendOne(dst, name, x.PatternUsageContext), fieldName
+	case "patternDosage":
+		return appendOne(dst, name, x.PatternDosage), fieldName
+	case "patternMeta":
+		return appendOne(dst, name, x.PatternMeta), fieldName
+	case "example":
+		return appendMany(dst, name, x.Example), fieldName
+	case "minValueDate":
+		return appendOne(dst, name, x.MinValueDate), fieldName
+	case "minValueDateTime":
+		return appendOne(dst, name, x.MinValueDateTime), fieldName
+	case "minValueInstant":
+		return appendOne(dst, name, x.MinValueInstant), fieldName
+	case "minValueTime":
+		return appendOne(dst, name, x.MinValueTime), fieldName
+	case "minValueDecimal":
+		return appendOne(dst, name, x.MinValueDecimal), fieldName
+	case "minValueInteger":
+		return appendOne(dst, name, x.MinValueInteger), fieldName
+	case "minValuePositiveInt":
+		return appendOne(dst, name, x.MinValuePositiveInt), fieldName
+	case "minValueUnsignedInt":
+		return appendOne(dst, name, x.MinValueUnsignedInt), fieldName
+	case "minValueQuantity":
+		return appendOne(dst, name, x.MinValueQuantity), fieldName
+	case "maxValueDate":
+		return appendOne(dst, name, x.MaxValueDate), fieldName
+	case "maxValueDateTime":
+		return appendOne(dst, name, x.MaxValueDateTime), fieldName
+	case "maxValueInstant":
+		return appendOne(dst, name, x.MaxValueInstant), fieldName
+	case "maxValueTime":
+		return appendOne(dst, name, x.MaxValueTime), fieldName
+	case "maxValueDecimal":
+		return appendOne(dst, name, x.MaxValueDecimal), fieldName
+	case "maxValueInteger":
+		return appendOne(dst, name, x.MaxValueInteger), fieldName
+	case "maxValuePositiveInt":
+		return appendOne(dst, name, x.MaxValuePositiveInt), fieldName
+	case "maxValueUnsignedInt":
+		return appendOne(dst, name, x.MaxValueUnsignedInt), fieldName
+	case "maxValueQuantity":
+		return appendOne(dst, name, x.MaxValueQuantity), fieldName
+	case "maxLength":
+		return appendOne(dst, name, x.MaxLength), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "constraint":
+		return appendMany(dst, name, x.Constraint), fieldName
+	case "mustSupport":
+		return appendOne(dst, name, x.MustSupport), fieldName
+	case "isModifier":
+		return appendOne(dst, name, x.IsModifier), fieldName
+	case "isModifierReason":
+		return appendOne(dst, name, x.IsModifierReason), fieldName
+	case "isSummary":
+		return appendOne(dst, name, x.IsSummary), fieldName
+	case "binding":
+		return appendOne(dst, name, x.Binding), fieldName
+	case "mapping":
+		return appendMany(dst, name, x.Mapping), fieldName
+	case "defaultValue":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "defaultValueBase64Binary", x.DefaultValueBase64Binary)
+		dst = appendOne(dst, "defaultValueBoolean", x.DefaultValueBoolean)
+		dst = appendOne(dst, "defaultValueCanonical", x.DefaultValueCanonical)
+		dst = appendOne(dst, "defaultValueCode", x.DefaultValueCode)
+		dst = appendOne(dst, "defaultValueDate", x.DefaultValueDate)
+		dst = appendOne(dst, "defaultValueDateTime", x.DefaultValueDateTime)
+		dst = appendOne(dst, "defaultValueDecimal", x.DefaultValueDecimal)
+		dst = appendOne(dst, "defaultValueId", x.DefaultValueID)
+		dst = appendOne(dst, "defaultValueInstant", x.DefaultValueInstant)
+		dst = appendOne(dst, "defaultValueInteger", x.DefaultValueInteger)
+		dst = appendOne(dst, "defaultValueMarkdown", x.DefaultValueMarkdown)
+		dst = appendOne(dst, "defaultValueOid", x.DefaultValueOID)
+		dst = appendOne(dst, "defaultValuePositiveInt", x.DefaultValuePositiveInt)
+		dst = appendOne(dst, "defaultValueString", x.DefaultValueString)
+		dst = appendOne(dst, "defaultValueTime", x.DefaultValueTime)
+		dst = appendOne(dst, "defaultValueUnsignedInt", x.DefaultValueUnsignedInt)
+		dst = appendOne(dst, "defaultValueUri", x.DefaultValueURI)
+		dst = appendOne(dst, "defaultValueUrl", x.DefaultValueURL)
+		dst = appendOne(dst, "defaultValueUuid", x.DefaultValueUUID)
+		dst = appendOne(dst, "defaultValueAddress", x.DefaultValueAddress)
+		dst = appendOne(dst, "defaultValueAge", x.DefaultValueAge)
+		dst = appendOne(dst, "defaultValueAnnotation", x.DefaultValueAnnotation)
+		dst = appendOne(dst, "defaultValueAttachment", x.DefaultValueAttachment)
+		dst = appendOne(dst, "defaultValueCodeableConcept", x.DefaultValueCodeableConcept)
+		dst = appendOne(dst, "defaultValueCoding", x.DefaultValueCoding)
+		dst = appendOne(dst, "defaultValueContactPoint", x.DefaultValueContactPoint)
+		dst = appendOne(dst, "defaultValueCount", x.DefaultValueCount)
+		dst = appendOne(dst, "defaultValueDistance", x.DefaultValueDistance)
+		dst = appendOne(dst, "defaultValueDuration", x.DefaultValueDuration)
+		dst = appendOne(dst, "defaultValueHumanName", x.DefaultValueHumanName)
+		dst = appendOne(dst, "defaultValueIdentifier", x.DefaultValueIdentifier)
+		dst = appendOne(dst, "defaultValueMoney", x.DefaultValueMoney)
+		dst = appendOne(dst, "defaultValuePeriod", x.DefaultValuePeriod)
+		dst = appendOne(dst, "defaultValueQuantity", x.DefaultValueQuantity)
+		dst = appendOne(dst, "defaultValueRange", x.DefaultValueRange)
+		dst = appendOne(dst, "defaultValueRatio", x.DefaultValueRatio)
+		dst = appendOne(dst, "defaultValueReference", x.DefaultValueReference)
+		dst = appendOne(dst, "defaultValueSampledData", x.DefaultValueSampledData)
+		dst = appendOne(dst, "defaultValueSignature", x.DefaultValueSignature)
+		dst = appendOne(dst, "defaultValueTiming", x.DefaultValueTiming)
+		dst = appendOne(dst, "defaultValueContactDetail", x.DefaultValueContactDetail)
+		dst = appendOne(dst, "defaultValueContributor", x.DefaultValueContributor)
+		dst = appendOne(dst, "defaultValueDataRequirement", x.DefaultValueDataRequirement)
+		dst = appendOne(dst, "defaultValueExpression", x.DefaultValueExpression)
+		dst = appendOne(dst, "defaultValueParameterDefinition", x.DefaultValueParameterDefinition)
+		dst = appendOne(dst, "defaultValueRelatedArtifact", x.DefaultValueRelatedArtifact)
+		dst = appendOne(dst, "defaultValueTriggerDefinition", x.DefaultValueTriggerDefinition)
+		dst = appendOne(dst, "defaultValueUsageContext", x.DefaultValueUsageContext)
+		dst = appendOne(dst, "defaultValueDosage", x.DefaultValueDosage)
+		dst = appendOne(dst, "defaultValueMeta", x.DefaultValueMeta)
+		return dst, choiceName
+	case "fixed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "fixedBase64Binary", x.FixedBase64Binary)
+		dst = appendOne(dst, "fixedBoolean", x.FixedBoolean)
+		dst = appendOne(dst, "fixedCanonical", x.FixedCanonical)
+		dst = appendOne(dst, "fixedCode", x.FixedCode)
+		dst = appendOne(dst, "fixedDate", x.FixedDate)
+		dst = appendOne(dst, "fixedDateTime", x.FixedDateTime)
+		dst = appendOne(dst, "fixedDecimal", x.FixedDecimal)
+		dst = appendOne(dst, "fixedId", x.FixedID)
+		dst = appendOne(dst, "fixedInstant", x.FixedInstant)
+		dst = appendOne(dst, "fixedInteger", x.FixedInteger)
+		dst = appendOne(dst, "fixedMarkdown", x.FixedMarkdown)
+		dst = appendOne(dst, "fixedOid", x.FixedOID)
+		dst = appendOne(dst, "fixedPositiveInt", x.FixedPositiveInt)
+		dst = appendOne(dst, "fixedString", x.FixedString)
+		dst = appendOne(dst, "fixedTime", x.FixedTime)
+		dst = appendOne(dst, "fixedUnsignedInt", x.FixedUnsignedInt)
+		dst = appendOne(dst, "fixedUri", x.FixedURI)
+		dst = appendOne(dst, "fixedUrl", x.FixedURL)
+		dst = appendOne(dst, "fixedUuid", x.FixedUUID)
+		dst = appendOne(dst, "fixedAddress", x.FixedAddress)
+		dst = appendOne(dst, "fixedAge", x.FixedAge)
+		dst = appendOne(dst, "fixedAnnotation", x.FixedAnnotation)
+		dst = appendOne(dst, "fixedAttachment", x.FixedAttachment)
+		dst = appendOne(dst, "fixedCodeableConcept", x.FixedCodeableConcept)
+		dst = appendOne(dst, "fixedCoding", x.FixedCoding)
+		dst = appendOne(dst, "fixedContactPoint", x.FixedContactPoint)
+		dst = appendOne(dst, "fixedCount", x.FixedCount)
+		dst = appendOne(dst, "fixedDistance", x.FixedDistance)
+		dst = appendOne(dst, "fixedDuration", x.FixedDuration)
+		dst = appendOne(dst, "fixedHumanName", x.FixedHumanName)
+		dst = appendOne(dst, "fixedIdentifier", x.FixedIdentifier)
+		dst = appendOne(dst, "fixedMoney", x.FixedMoney)
+		dst = appendOne(dst, "fixedPeriod", x.FixedPeriod)
+		dst = appendOne(dst, "fixedQuantity", x.FixedQuantity)
+		dst = appendOne(dst, "fixedRange", x.FixedRange)
+		dst = appendOne(dst, "fixedRatio", x.FixedRatio)
+		dst = appendOne(dst, "fixedReference", x.FixedReference)
+		dst = appendOne(dst, "fixedSampledData", x.FixedSampledData)
+		dst = appendOne(dst, "fixedSignature", x.FixedSignature)
+		dst = appendOne(dst, "fixedTiming", x.FixedTiming)
+		dst = appendOne(dst, "fixedContactDetail", x.FixedContactDetail)
+		dst = appendOne(dst, "fixedContributor", x.FixedContributor)
+		dst = appendOne(dst, "fixedDataRequirement", x.FixedDataRequirement)
+		dst = appendOne(dst, "fixedExpression", x.FixedExpression)
+		dst = appendOne(dst, "fixedParameterDefinition", x.FixedParameterDefinition)
+		dst = appendOne(dst, "fixedRelatedArtifact", x.FixedRelatedArtifact)
+		dst = appendOne(dst, "fixedTriggerDefinition", x.FixedTriggerDefinition)
+		dst = appendOne(dst, "fixedUsageContext", x.FixedUsageContext)
+		dst = appendOne(dst, "fixedDosage", x.FixedDosage)
+		dst = appendOne(dst, "fixedMeta", x.FixedMeta)
+		return dst, choiceName
+	case "pattern":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "patternBase64Binary", x.PatternBase64Binary)
+		dst = appendOne(dst, "patternBoolean", x.PatternBoolean)
+		dst = appendOne(dst, "patternCanonical", x.PatternCanonical)
+		dst = appendOne(dst, "patternCode", x.PatternCode)
+		dst = appendOne(dst, "patternDate", x.PatternDate)
+		dst = appendOne(dst, "patternDateTime", x.PatternDateTime)
+		dst = appendOne(dst, "patternDecimal", x.PatternDecimal)
+		dst = appendOne(dst, "patternId", x.PatternID)
+		dst = appendOne(dst, "patternInstant", x.PatternInstant)
+		dst = appendOne(dst, "patternInteger", x.PatternInteger)
+		dst = appendOne(dst, "patternMarkdown", x.PatternMarkdown)
+		dst = appendOne(dst, "patternOid", x.PatternOID)
+		dst = appendOne(dst, "patternPositiveInt", x.PatternPositiveInt)
+		dst = appendOne(dst, "patternString", x.PatternString)
+		dst = appendOne(dst, "patternTime", x.PatternTime)
+		dst = appendOne(dst, "patternUnsignedInt", x.PatternUnsignedInt)
+		dst = appendOne(dst, "patternUri", x.PatternURI)
+		dst = appendOne(dst, "patternUrl", x.PatternURL)
+		dst = appendOne(dst, "patternUuid", x.PatternUUID)
+		dst = appendOne(dst, "patternAddress", x.PatternAddress)
+		dst = appendOne(dst, "patternAge", x.PatternAge)
+		dst = appendOne(dst, "patternAnnotation", x.PatternAnnotation)
+		dst = appendOne(dst, "patternAttachment", x.PatternAttachment)
+		dst = appendOne(dst, "patternCodeableConcept", x.PatternCodeableConcept)
+		dst = appendOne(dst, "patternCoding", x.PatternCoding)
+		dst = appendOne(dst, "patternContactPoint", x.PatternContactPoint)
+		dst = appendOne(dst, "patternCount", x.PatternCount)
+		dst = appendOne(dst, "patternDistance", x.PatternDistance)
+		dst = appendOne(dst, "patternDuration", x.PatternDuration)
+		dst = appendOne(dst, "patternHumanName", x.PatternHumanName)
+		dst = appendOne(dst, "patternIdentifier", x.PatternIdentifier)
+		dst = appendOne(dst, "patternMoney", x.PatternMoney)
+		dst = appendOne(dst, "patternPeriod", x.PatternPeriod)
+		dst = appendOne(dst, "patternQuantity", x.PatternQuantity)
+		dst = appendOne(dst, "patternRange", x.PatternRange)
+		dst = appendOne(dst, "patternRatio", x.PatternRatio)
+		dst = appendOne(dst, "patternReference", x.PatternReference)
+		dst = appendOne(dst, "patternSampledData", x.PatternSampledData)
+		dst = appendOne(dst, "patternSignature", x.PatternSignature)
+		dst = appendOne(dst, "patternTiming", x.PatternTiming)
+		dst = appendOne(dst, "patternContactDetail", x.PatternContactDetail)
+		dst = appendOne(dst, "patternContributor", x.PatternContributor)
+		dst = appendOne(dst, "patternDataRequirement", x.PatternDataRequirement)
+		dst = appendOne(dst, "patternExpression", x.PatternExpression)
+		dst = appendOne(dst, "patternParameterDefinition", x.PatternParameterDefinition)
+		dst = appendOne(dst, "patternRelatedArtifact", x.PatternRelatedArtifact)
+		dst = appendOne(dst, "patternTriggerDefinition", x.PatternTriggerDefinition)
+		dst = appendOne(dst, "patternUsageContext", x.PatternUsageContext)
+		dst = appendOne(dst, "patternDosage", x.PatternDosage)
+		dst = appendOne(dst, "patternMeta", x.PatternMeta)
+		return dst, choiceName
+	case "minValue":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "minValueDate", x.MinValueDate)
+		dst = appendOne(dst, "minValueDateTime", x.MinValueDateTime)
+		dst = appendOne(dst, "minValueInstant", x.MinValueInstant)
+		dst = appendOne(dst, "minValueTime", x.MinValueTime)
+		dst = appendOne(dst, "minValueDecimal", x.MinValueDecimal)
+		dst = appendOne(dst, "minValueInteger", x.MinValueInteger)
+		dst = appendOne(dst, "minValuePositiveInt", x.MinValuePositiveInt)
+		dst = appendOne(dst, "minValueUnsignedInt", x.MinValueUnsignedInt)
+		dst = appendOne(dst, "minValueQuantity", x.MinValueQuantity)
+		return dst, choiceName
+	case "maxValue":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "maxValueDate", x.MaxValueDate)
+		dst = appendOne(dst, "maxValueDateTime", x.MaxValueDateTime)
+		dst = appendOne(dst, "maxValueInstant", x.MaxValueInstant)
+		dst = appendOne(dst, "maxValueTime", x.MaxValueTime)
+		dst = appendOne(dst, "maxValueDecimal", x.MaxValueDecimal)
+		dst = appendOne(dst, "maxValueInteger", x.MaxValueInteger)
+		dst = appendOne(dst, "maxValuePositiveInt", x.MaxValuePositiveInt)
+		dst = appendOne(dst, "maxValueUnsignedInt", x.MaxValueUnsignedInt)
+		dst = appendOne(dst, "maxValueQuantity", x.MaxValueQuantity)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendMany(dst, "representation", x.Representation)
+	dst = appendOne(dst, "sliceName", x.SliceName)
+	dst = appendOne(dst, "sliceIsConstraining", x.SliceIsConstraining)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "slicing", x.Slicing)
+	dst = appendOne(dst, "short", x.Short)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "requirements", x.Requirements)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "base", x.Base)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "defaultValueBase64Binary", x.DefaultValueBase64Binary)
+	dst = appendOne(dst, "defaultValueBoolean", x.DefaultValueBoolean)
+	dst = appendOne(dst, "defaultValueCanonical", x.DefaultValueCanonical)
+	dst = appendOne(dst, "defaultValueCode", x.DefaultValueCode)
+	dst = appendOne(dst, "defaultValueDate", x.DefaultValueDate)
+	dst = appendOne(dst, "defaultValueDateTime", x.DefaultValueDateTime)
+	dst = appendOne(dst, "defaultValueDecimal", x.DefaultValueDecimal)
+	dst = appendOne(dst, "defaultValueId", x.DefaultValueID)
+	dst = appendOne(dst, "defaultValueInstant", x.DefaultValueInstant)
+	dst = appendOne(dst, "defaultValueInteger", x.DefaultValueInteger)
+	dst = appendOne(dst, "defaultValueMarkdown", x.DefaultValueMarkdown)
+	dst = appendOne(dst, "defaultValueOid", x.DefaultValueOID)
+	dst = appendOne(dst, "defaultValuePositiveInt", x.DefaultValuePositiveInt)
+	dst = appendOne(dst, "defaultValueString", x.DefaultValueString)
+	dst = appendOne(dst, "defaultValueTime", x.DefaultValueTime)
+	dst = appendOne(dst, "defaultValueUnsignedInt", x.DefaultValueUnsignedInt)
+	dst = appendOne(dst, "defaultValueUri", x.DefaultValueURI)
+	dst = appendOne(dst, "defaultValueUrl", x.DefaultValueURL)
+	dst = appendOne(dst, "defaultValueUuid", x.DefaultValueUUID)
+	dst = appendOne(dst, "defaultValueAddress", x.DefaultValueAddress)
+	dst = appendOne(dst, "defaultValueAge", x.DefaultValueAge)
+	dst = appendOne(dst, "defaultValueAnnotation", x.DefaultValueAnnotation)
+	dst = appendOne(dst, "defaultValueAttachment", x.DefaultValueAttachment)
+	dst = appendOne(dst, "defaultValueCodeableConcept", x.DefaultValueCodeableConcept)
+	dst = appendOne(dst, "defaultValueCoding", x.DefaultValueCoding)
+	dst = appendOne(dst, "defaultValueContactPoint", x.DefaultValueContactPoint)
+	dst = appendOne(dst, "defaultValueCount", x.DefaultValueCount)
+	dst = appendOne(dst, "defaultValueDistance", x.DefaultValueDistance)
+	dst = appendOne(dst, "defaultValueDuration", x.DefaultValueDuration)
+	dst = appendOne(dst, "defaultValueHumanName", x.DefaultValueHumanName)
+	dst = appendOne(dst, "defaultValueIdentifier", x.DefaultValueIdentifier)
+	dst = appendOne(dst, "defaultValueMoney", x.DefaultValueMoney)
+	dst = appendOne(dst, "defaultValuePeriod", x.DefaultValuePeriod)
+	dst = appendOne(dst, "defaultValueQuantity", x.DefaultValueQuantity)
+	dst = appendOne(dst, "defaultValueRange", x.DefaultValueRange)
+	dst = appendOne(dst, "defaultValueRatio", x.DefaultValueRatio)
+	dst = appendOne(dst, "defaultValueReference", x.DefaultValueReference)
+	dst = appendOne(dst, "defaultValueSampledData", x.DefaultValueSampledData)
+	dst = appendOne(dst, "defaultValueSignature", x.DefaultValueSignature)
+	dst = appendOne(dst, "defaultValueTiming", x.DefaultValueTiming)
+	dst = appendOne(dst, "defaultValueContactDetail", x.DefaultValueContactDetail)
+	dst = appendOne(dst, "defaultValueContributor", x.DefaultValueContributor)
+	dst = appendOne(dst, "defaultValueDataRequirement", x.DefaultValueDataRequirement)
+	dst = appendOne(dst, "defaultValueExpression", x.DefaultValueExpression)
+	dst = appendOne(dst, "defaultValueParameterDefinition", x.DefaultValueParameterDefinition)
+	dst = appendOne(dst, "defaultValueRelatedArtifact", x.DefaultValueRelatedArtifact)
+	dst = appendOne(dst, "defaultValueTriggerDefinition", x.DefaultValueTriggerDefinition)
+	dst = appendOne(dst, "defaultValueUsageContext", x.DefaultValueUsageContext)
+	dst = appendOne(dst, "defaultValueDosage", x.DefaultValueDosage)
+	dst = appendOne(dst, "defaultValueMeta", x.DefaultValueMeta)
+	dst = appendOne(dst, "meaningWhenMissing", x.MeaningWhenMissing)
+	dst = appendOne(dst, "orderMeaning", x.OrderMeaning)
+	dst = appendOne(dst, "fixedBase64Binary", x.FixedBase64Binary)
+	dst = appendOne(dst, "fixedBoolean", x.FixedBoolean)
+	dst = appendOne(dst, "fixedCanonical", x.FixedCanonical)
+	dst = appendOne(dst, "fixedCode", x.FixedCode)
+	dst = appendOne(dst, "fixedDate", x.FixedDate)
+	dst = appendOne(dst, "fixedDateTime", x.FixedDateTime)
+	dst = appendOne(dst, "fixedDecimal", x.FixedDecimal)
+	dst = appendOne(dst, "fixedId", x.FixedID)
+	dst = appendOne(dst, "fixedInstant", x.FixedInstant)
+	dst = appendOne(dst, "fixedInteger", x.FixedInteger)
+	dst = appendOne(dst, "fixedMarkdown", x.FixedMarkdown)
+	dst = appendOne(dst, "fixedOid", x.FixedOID)
+	dst = appendOne(dst, "fixedPositiveInt", x.FixedPositiveInt)
+	dst = appendOne(dst, "fixedString", x.FixedString)
+	dst = appendOne(dst, "fixedTime", x.FixedTime)
+	dst = appendOne(dst, "fixedUnsignedInt", x.FixedUnsignedInt)
+	dst = appendOne(dst, "fixedUri", x.FixedURI)
+	dst = appendOne(dst, "fixedUrl", x.FixedURL)
+	dst = appendOne(dst, "fixedUuid", x.FixedUUID)
+	dst = appendOne(dst, "fixedAddress", x.FixedAddress)
+	dst = appendOne(dst, "fixedAge", x.FixedAge)
+	dst = appendOne(dst, "fixedAnnotation", x.FixedAnnotation)
+	dst = appendOne(dst, "fixedAttachment", x.FixedAttachment)
+	dst = appendOne(dst, "fixedCodeableConcept", x.FixedCodeableConcept)
+	dst = appendOne(dst, "fixedCoding", x.FixedCoding)
+	dst = appendOne(dst, "fixedContactPoint", x.FixedContactPoint)
+	dst = appendOne(dst, "fixedCount", x.FixedCount)
+	dst = appendOne(dst, "fixedDistance", x.FixedDistance)
+	dst = appendOne(dst, "fixedDuration", x.FixedDuration)
+	dst = appendOne(dst, "fixedHumanName", x.FixedHumanName)
+	dst = appendOne(dst, "fixedIdentifier", x.FixedIdentifier)
+	dst = appendOne(dst, "fixedMoney", x.FixedMoney)
+	dst = appendOne(dst, "fixedPeriod", x.FixedPeriod)
+	dst = appendOne(dst, "fixedQuantity", x.FixedQuantity)
+	dst = appendOne(dst, "fixedRange", x.FixedRange)
+	dst = appendOne(dst, "fixedRatio", x.FixedRatio)
+	dst = appendOne(dst, "fixedReference", x.FixedReference)
+	dst = appendOne(dst, "fixedSampledData", x.FixedSampledData)
+	dst = appendOne(dst, "fixedSignature", x.FixedSignature)
+	dst = appendOne(dst, "fixedTiming", x.FixedTiming)
+	dst = appendOne(dst, "fixedContactDetail", x.FixedContactDetail)
+	dst = appendOne(dst, "fixedContributor", x.FixedContributor)
+	dst = appendOne(dst, "fixedDataRequirement", x.FixedDataRequirement)
+	dst = appendOne(dst, "fixedExpression", x.FixedExpression)
+	dst = appendOne(dst, "fixedParameterDefinition", x.FixedParameterDefinition)
+	dst = appendOne(dst, "fixedRelatedArtifact", x.FixedRelatedArtifact)
+	dst = appendOne(dst, "fixedTriggerDefinition", x.FixedTriggerDefinition)
+	dst = appendOne(dst, "fixedUsageContext", x.FixedUsageContext)
+	dst = appendOne(dst, "fixedDosage", x.FixedDosage)
+	dst = appendOne(dst, "fixedMeta", x.FixedMeta)
+	dst = appendOne(dst, "patternBase64Binary", x.PatternBase64Binary)
+	dst = appendOne(dst, "patternBoolean", x.PatternBoolean)
+	dst = appendOne(dst, "patternCanonical", x.PatternCanonical)
+	dst = appendOne(dst, "patternCode", x.PatternCode)
+	dst = appendOne(dst, "patternDate", x.PatternDate)
+	dst = appendOne(dst, "patternDateTime", x.PatternDateTime)
+	dst = appendOne(dst, "patternDecimal", x.PatternDecimal)
+	dst = appendOne(dst, "patternId", x.PatternID)
+	dst = appendOne(dst, "patternInstant", x.PatternInstant)
+	dst = appendOne(dst, "patternInteger", x.PatternInteger)
+	dst = appendOne(dst, "patternMarkdown", x.PatternMarkdown)
+	dst = appendOne(dst, "patternOid", x.PatternOID)
+	dst = appendOne(dst, "patternPositiveInt", x.PatternPositiveInt)
+	dst = appendOne(dst, "patternString", x.PatternString)
+	dst = appendOne(dst, "patternTime", x.PatternTime)
+	dst = appendOne(dst, "patternUnsignedInt", x.PatternUnsignedInt)
+	dst = appendOne(dst, "patternUri", x.PatternURI)
+	dst = appendOne(dst, "patternUrl", x.PatternURL)
+	dst = appendOne(dst, "patternUuid", x.PatternUUID)
+	dst = appendOne(dst, "patternAddress", x.PatternAddress)
+	dst = appendOne(dst, "patternAge", x.PatternAge)
+	dst = appendOne(dst, "patternAnnotation", x.PatternAnnotation)
+	dst = appendOne(dst, "patternAttachment", x.PatternAttachment)
+	dst = appendOne(dst, "patternCodeableConcept", x.PatternCodeableConcept)
+	dst = appendOne(dst, "patternCoding", x.PatternCoding)
+	dst = appendOne(dst, "patternContactPoint", x.PatternContactPoint)
+	dst = appendOne(dst, "patternCount", x.PatternCount)
+	dst = appendOne(dst, "patternDistance", x.PatternDistance)
+	dst = appendOne(dst, "patternDuration", x.PatternDuration)
+	dst = appendOne(dst, "patternHumanName", x.PatternHumanName)
+	dst = appendOne(dst, "patternIdentifier", x.PatternIdentifier)
+	dst = appendOne(dst, "patternMoney", x.PatternMoney)
+	dst = appendOne(dst, "patternPeriod", x.PatternPeriod)
+	dst = appendOne(dst, "patternQuantity", x.PatternQuantity)
+	dst = appendOne(dst, "patternRange", x.PatternRange)
+	dst = appendOne(dst, "patternRatio", x.PatternRatio)
+	dst = appendOne(dst, "patternReference", x.PatternReference)
+	dst = appendOne(dst, "patternSampledData", x.PatternSampledData)
+	dst = appendOne(dst, "patternSignature", x.PatternSignature)
+	dst = appendOne(dst, "patternTiming", x.PatternTiming)
+	dst = appendOne(dst, "patternContactDetail", x.PatternContactDetail)
+	dst = appendOne(dst, "patternContributor", x.PatternContributor)
+	dst = appendOne(dst, "patternDataRequirement", x.PatternDataRequirement)
+	dst = appendOne(dst, "patternExpression", x.PatternExpression)
+	dst = appendOne(dst, "patternParameterDefinition", x.PatternParameterDefinition)
+	dst = appendOne(dst, "patternRelatedArtifact", x.PatternRelatedArtifact)
+	dst = appendOne(dst, "patternTriggerDefinition", x.PatternTriggerDefinition)
+	dst = appendOne(dst, "patternUsageContext", x.PatternUsageContext)
+	dst = appendOne(dst, "patternDosage", x.PatternDosage)
+	dst = appendOne(dst, "patternMeta", x.PatternMeta)
+	dst = appendMany(dst, "example", x.Example)
+	dst = appendOne(dst, "minValueDate", x.MinValueDate)
+	dst = appendOne(dst, "minValueDateTime", x.MinValueDateTime)
+	dst = appendOne(dst, "minValueInstant", x.MinValueInstant)
+	dst = appendOne(dst, "minValueTime", x.MinValueTime)
+	dst = appendOne(dst, "minValueDecimal", x.MinValueDecimal)
+	dst = appendOne(dst, "minValueInteger", x.MinValueInteger)
+	dst = appendOne(dst, "minValuePositiveInt", x.MinValuePositiveInt)
+	dst = appendOne(dst, "minValueUnsignedInt", x.MinValueUnsignedInt)
+	dst = appendOne(dst, "minValueQuantity", x.MinValueQuantity)
+	dst = appendOne(dst, "maxValueDate", x.MaxValueDate)
+	dst = appendOne(dst, "maxValueDateTime", x.MaxValueDateTime)
+	dst = appendOne(dst, "maxValueInstant", x.MaxValueInstant)
+	dst = appendOne(dst, "maxValueTime", x.MaxValueTime)
+	dst = appendOne(dst, "maxValueDecimal", x.MaxValueDecimal)
+	dst = appendOne(dst, "maxValueInteger", x.MaxValueInteger)
+	dst = appendOne(dst, "maxValuePositiveInt", x.MaxValuePositiveInt)
+	dst = appendOne(dst, "maxValueUnsignedInt", x.MaxValueUnsignedInt)
+	dst = appendOne(dst, "maxValueQuantity", x.MaxValueQuantity)
+	dst = appendOne(dst, "maxLength", x.MaxLength)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "constraint", x.Constraint)
+	dst = appendOne(dst, "mustSupport", x.MustSupport)
+	dst = appendOne(dst, "isModifier", x.IsModifier)
+	dst = appendOne(dst, "isModifierReason", x.IsModifierReason)
+	dst = appendOne(dst, "isSummary", x.IsSummary)
+	dst = appendOne(dst, "binding", x.Binding)
+	dst = appendMany(dst, "mapping", x.Mapping)
+	return dst, x.ID
+}
+
 func (x *ElementDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -4058,6 +5550,37 @@ func (x *ElementDefinitionSlicing) walk(w *walker) {
 	walkOne(w, "rules", x.Rules)
 }
 
+func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "discriminator":
+		return appendMany(dst, name, x.Discriminator), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "ordered":
+		return appendOne(dst, name, x.Ordered), fieldName
+	case "rules":
+		return appendOne(dst, name, x.Rules), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionSlicing) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "discriminator", x.Discriminator)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "ordered", x.Ordered)
+	dst = appendOne(dst, "rules", x.Rules)
+	return dst, x.ID
+}
+
 func (x *ElementDefinitionSlicing) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -4153,6 +5676,31 @@ func (x *ElementDefinitionSlicingDiscriminator) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "path", x.Path)
+}
+
+func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionSlicingDiscriminator) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "path", x.Path)
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionSlicingDiscriminator) elementParts() (*string, *[]Extension) {
@@ -4255,6 +5803,34 @@ func (x *ElementDefinitionBase) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 	walkOne(w, "min", x.Min)
 	walkOne(w, "max", x.Max)
+}
+
+func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionBase) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionBase) elementParts() (*string, *[]Extension) {
@@ -4375,6 +5951,40 @@ func (x *ElementDefinitionType) walk(w *walker) {
 	walkMany(w, "targetProfile", x.TargetProfile)
 	walkMany(w, "aggregation", x.Aggregation)
 	walkOne(w, "versioning", x.Versioning)
+}
+
+func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "profile":
+		return appendMany(dst, name, x.Profile), fieldName
+	case "targetProfile":
+		return appendMany(dst, name, x.TargetProfile), fieldName
+	case "aggregation":
+		return appendMany(dst, name, x.Aggregation), fieldName
+	case "versioning":
+		return appendOne(dst, name, x.Versioning), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionType) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendMany(dst, "targetProfile", x.TargetProfile)
+	dst = appendMany(dst, "aggregation", x.Aggregation)
+	dst = appendOne(dst, "versioning", x.Versioning)
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionType) elementParts() (*string, *[]Extension) {
@@ -4807,6 +6417,233 @@ func (x *ElementDefinitionExample) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
+func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "label":
+		return appendOne(dst, name, x.Label), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueCanonical":
+		return appendOne(dst, name, x.ValueCanonical), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueId":
+		return appendOne(dst, name, x.ValueID), fieldName
+	case "valueInstant":
+		return appendOne(dst, name, x.ValueInstant), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueMarkdown":
+		return appendOne(dst, name, x.ValueMarkdown), fieldName
+	case "valueOid":
+		return appendOne(dst, name, x.ValueOID), fieldName
+	case "valuePositiveInt":
+		return appendOne(dst, name, x.ValuePositiveInt), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueUnsignedInt":
+		return appendOne(dst, name, x.ValueUnsignedInt), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueUrl":
+		return appendOne(dst, name, x.ValueURL), fieldName
+	case "valueUuid":
+		return appendOne(dst, name, x.ValueUUID), fieldName
+	case "valueAddress":
+		return appendOne(dst, name, x.ValueAddress), fieldName
+	case "valueAge":
+		return appendOne(dst, name, x.ValueAge), fieldName
+	case "valueAnnotation":
+		return appendOne(dst, name, x.ValueAnnotation), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueContactPoint":
+		return appendOne(dst, name, x.ValueContactPoint), fieldName
+	case "valueCount":
+		return appendOne(dst, name, x.ValueCount), fieldName
+	case "valueDistance":
+		return appendOne(dst, name, x.ValueDistance), fieldName
+	case "valueDuration":
+		return appendOne(dst, name, x.ValueDuration), fieldName
+	case "valueHumanName":
+		return appendOne(dst, name, x.ValueHumanName), fieldName
+	case "valueIdentifier":
+		return appendOne(dst, name, x.ValueIdentifier), fieldName
+	case "valueMoney":
+		return appendOne(dst, name, x.ValueMoney), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueSignature":
+		return appendOne(dst, name, x.ValueSignature), fieldName
+	case "valueTiming":
+		return appendOne(dst, name, x.ValueTiming), fieldName
+	case "valueContactDetail":
+		return appendOne(dst, name, x.ValueContactDetail), fieldName
+	case "valueContributor":
+		return appendOne(dst, name, x.ValueContributor), fieldName
+	case "valueDataRequirement":
+		return appendOne(dst, name, x.ValueDataRequirement), fieldName
+	case "valueExpression":
+		return appendOne(dst, name, x.ValueExpression), fieldName
+	case "valueParameterDefinition":
+		return appendOne(dst, name, x.ValueParameterDefinition), fieldName
+	case "valueRelatedArtifact":
+		return appendOne(dst, name, x.ValueRelatedArtifact), fieldName
+	case "valueTriggerDefinition":
+		return appendOne(dst, name, x.ValueTriggerDefinition), fieldName
+	case "valueUsageContext":
+		return appendOne(dst, name, x.ValueUsageContext), fieldName
+	case "valueDosage":
+		return appendOne(dst, name, x.ValueDosage), fieldName
+	case "valueMeta":
+		return appendOne(dst, name, x.ValueMeta), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueId", x.ValueID)
+		dst = appendOne(dst, "valueInstant", x.ValueInstant)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+		dst = appendOne(dst, "valueOid", x.ValueOID)
+		dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueUrl", x.ValueURL)
+		dst = appendOne(dst, "valueUuid", x.ValueUUID)
+		dst = appendOne(dst, "valueAddress", x.ValueAddress)
+		dst = appendOne(dst, "valueAge", x.ValueAge)
+		dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+		dst = appendOne(dst, "valueCount", x.ValueCount)
+		dst = appendOne(dst, "valueDistance", x.ValueDistance)
+		dst = appendOne(dst, "valueDuration", x.ValueDuration)
+		dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+		dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+		dst = appendOne(dst, "valueMoney", x.ValueMoney)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueSignature", x.ValueSignature)
+		dst = appendOne(dst, "valueTiming", x.ValueTiming)
+		dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+		dst = appendOne(dst, "valueContributor", x.ValueContributor)
+		dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+		dst = appendOne(dst, "valueExpression", x.ValueExpression)
+		dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+		dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+		dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+		dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+		dst = appendOne(dst, "valueDosage", x.ValueDosage)
+		dst = appendOne(dst, "valueMeta", x.ValueMeta)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionExample) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst, x.ID
+}
+
 func (x *ElementDefinitionExample) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -5008,6 +6845,46 @@ func (x *ElementDefinitionConstraint) walk(w *walker) {
 	walkOne(w, "source", x.Source)
 }
 
+func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "key":
+		return appendOne(dst, name, x.Key), fieldName
+	case "requirements":
+		return appendOne(dst, name, x.Requirements), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "human":
+		return appendOne(dst, name, x.Human), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "xpath":
+		return appendOne(dst, name, x.Xpath), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionConstraint) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "key", x.Key)
+	dst = appendOne(dst, "requirements", x.Requirements)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "human", x.Human)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "xpath", x.Xpath)
+	dst = appendOne(dst, "source", x.Source)
+	return dst, x.ID
+}
+
 func (x *ElementDefinitionConstraint) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -5120,6 +6997,34 @@ func (x *ElementDefinitionBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "valueSet":
+		return appendOne(dst, name, x.ValueSet), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionBinding) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "strength", x.Strength)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	return dst, x.ID
+}
+
 func (x *ElementDefinitionBinding) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -5230,6 +7135,37 @@ func (x *ElementDefinitionMapping) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "map", x.Map)
 	walkOne(w, "comment", x.Comment)
+}
+
+func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "identity":
+		return appendOne(dst, name, x.Identity), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "map":
+		return appendOne(dst, name, x.Map), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ElementDefinitionMapping) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "identity", x.Identity)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "map", x.Map)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
 }
 
 func (x *ElementDefinitionMapping) elementParts() (*string, *[]Extension) {
@@ -5352,6 +7288,40 @@ func (x *Expression) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "expression", x.Expression)
 	walkOne(w, "reference", x.Reference)
+}
+
+func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Expression) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst, x.ID
 }
 
 func (x *Expression) elementParts() (*string, *[]Extension) {
@@ -5781,6 +7751,230 @@ func (x *Extension) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
+func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueCanonical":
+		return appendOne(dst, name, x.ValueCanonical), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueId":
+		return appendOne(dst, name, x.ValueID), fieldName
+	case "valueInstant":
+		return appendOne(dst, name, x.ValueInstant), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueMarkdown":
+		return appendOne(dst, name, x.ValueMarkdown), fieldName
+	case "valueOid":
+		return appendOne(dst, name, x.ValueOID), fieldName
+	case "valuePositiveInt":
+		return appendOne(dst, name, x.ValuePositiveInt), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueUnsignedInt":
+		return appendOne(dst, name, x.ValueUnsignedInt), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueUrl":
+		return appendOne(dst, name, x.ValueURL), fieldName
+	case "valueUuid":
+		return appendOne(dst, name, x.ValueUUID), fieldName
+	case "valueAddress":
+		return appendOne(dst, name, x.ValueAddress), fieldName
+	case "valueAge":
+		return appendOne(dst, name, x.ValueAge), fieldName
+	case "valueAnnotation":
+		return appendOne(dst, name, x.ValueAnnotation), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueContactPoint":
+		return appendOne(dst, name, x.ValueContactPoint), fieldName
+	case "valueCount":
+		return appendOne(dst, name, x.ValueCount), fieldName
+	case "valueDistance":
+		return appendOne(dst, name, x.ValueDistance), fieldName
+	case "valueDuration":
+		return appendOne(dst, name, x.ValueDuration), fieldName
+	case "valueHumanName":
+		return appendOne(dst, name, x.ValueHumanName), fieldName
+	case "valueIdentifier":
+		return appendOne(dst, name, x.ValueIdentifier), fieldName
+	case "valueMoney":
+		return appendOne(dst, name, x.ValueMoney), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueSignature":
+		return appendOne(dst, name, x.ValueSignature), fieldName
+	case "valueTiming":
+		return appendOne(dst, name, x.ValueTiming), fieldName
+	case "valueContactDetail":
+		return appendOne(dst, name, x.ValueContactDetail), fieldName
+	case "valueContributor":
+		return appendOne(dst, name, x.ValueContributor), fieldName
+	case "valueDataRequirement":
+		return appendOne(dst, name, x.ValueDataRequirement), fieldName
+	case "valueExpression":
+		return appendOne(dst, name, x.ValueExpression), fieldName
+	case "valueParameterDefinition":
+		return appendOne(dst, name, x.ValueParameterDefinition), fieldName
+	case "valueRelatedArtifact":
+		return appendOne(dst, name, x.ValueRelatedArtifact), fieldName
+	case "valueTriggerDefinition":
+		return appendOne(dst, name, x.ValueTriggerDefinition), fieldName
+	case "valueUsageContext":
+		return appendOne(dst, name, x.ValueUsageContext), fieldName
+	case "valueDosage":
+		return appendOne(dst, name, x.ValueDosage), fieldName
+	case "valueMeta":
+		return appendOne(dst, name, x.ValueMeta), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueId", x.ValueID)
+		dst = appendOne(dst, "valueInstant", x.ValueInstant)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+		dst = appendOne(dst, "valueOid", x.ValueOID)
+		dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueUrl", x.ValueURL)
+		dst = appendOne(dst, "valueUuid", x.ValueUUID)
+		dst = appendOne(dst, "valueAddress", x.ValueAddress)
+		dst = appendOne(dst, "valueAge", x.ValueAge)
+		dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+		dst = appendOne(dst, "valueCount", x.ValueCount)
+		dst = appendOne(dst, "valueDistance", x.ValueDistance)
+		dst = appendOne(dst, "valueDuration", x.ValueDuration)
+		dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+		dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+		dst = appendOne(dst, "valueMoney", x.ValueMoney)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueSignature", x.ValueSignature)
+		dst = appendOne(dst, "valueTiming", x.ValueTiming)
+		dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+		dst = appendOne(dst, "valueContributor", x.ValueContributor)
+		dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+		dst = appendOne(dst, "valueExpression", x.ValueExpression)
+		dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+		dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+		dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+		dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+		dst = appendOne(dst, "valueDosage", x.ValueDosage)
+		dst = appendOne(dst, "valueMeta", x.ValueMeta)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Extension) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst, x.ID
+}
+
 func (x *Extension) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -5979,6 +8173,46 @@ func (x *HumanName) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "family":
+		return appendOne(dst, name, x.Family), fieldName
+	case "given":
+		return appendMany(dst, name, x.Given), fieldName
+	case "prefix":
+		return appendMany(dst, name, x.Prefix), fieldName
+	case "suffix":
+		return appendMany(dst, name, x.Suffix), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *HumanName) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "family", x.Family)
+	dst = appendMany(dst, "given", x.Given)
+	dst = appendMany(dst, "prefix", x.Prefix)
+	dst = appendMany(dst, "suffix", x.Suffix)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *HumanName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6108,6 +8342,43 @@ func (x *Identifier) walk(w *walker) {
 	walkOne(w, "assigner", x.Assigner)
 }
 
+func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "assigner":
+		return appendOne(dst, name, x.Assigner), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Identifier) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "assigner", x.Assigner)
+	return dst, x.ID
+}
+
 func (x *Identifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6227,6 +8498,43 @@ func (x *MarketingStatus) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "dateRange", x.DateRange)
 	walkOne(w, "restoreDate", x.RestoreDate)
+}
+
+func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "country":
+		return appendOne(dst, name, x.Country), fieldName
+	case "jurisdiction":
+		return appendOne(dst, name, x.Jurisdiction), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "dateRange":
+		return appendOne(dst, name, x.DateRange), fieldName
+	case "restoreDate":
+		return appendOne(dst, name, x.RestoreDate), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MarketingStatus) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "dateRange", x.DateRange)
+	dst = appendOne(dst, "restoreDate", x.RestoreDate)
+	return dst, x.ID
 }
 
 func (x *MarketingStatus) elementParts() (*string, *[]Extension) {
@@ -6354,6 +8662,43 @@ func (x *Meta) walk(w *walker) {
 	walkMany(w, "tag", x.Tag)
 }
 
+func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "versionId":
+		return appendOne(dst, name, x.VersionID), fieldName
+	case "lastUpdated":
+		return appendOne(dst, name, x.LastUpdated), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "profile":
+		return appendMany(dst, name, x.Profile), fieldName
+	case "security":
+		return appendMany(dst, name, x.Security), fieldName
+	case "tag":
+		return appendMany(dst, name, x.Tag), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Meta) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "versionId", x.VersionID)
+	dst = appendOne(dst, "lastUpdated", x.LastUpdated)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendMany(dst, "security", x.Security)
+	dst = appendMany(dst, "tag", x.Tag)
+	return dst, x.ID
+}
+
 func (x *Meta) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6454,6 +8799,31 @@ func (x *Money) walk(w *walker) {
 	walkOne(w, "currency", x.Currency)
 }
 
+func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "currency":
+		return appendOne(dst, name, x.Currency), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Money) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "currency", x.Currency)
+	return dst, x.ID
+}
+
 func (x *Money) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6546,6 +8916,31 @@ func (x *Narrative) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "div", x.Div)
+}
+
+func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "div":
+		return appendOne(dst, name, x.Div), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Narrative) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "div", x.Div)
+	return dst, x.ID
 }
 
 func (x *Narrative) elementParts() (*string, *[]Extension) {
@@ -6682,6 +9077,46 @@ func (x *ParameterDefinition) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ParameterDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst, x.ID
+}
+
 func (x *ParameterDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -6784,6 +9219,31 @@ func (x *Period) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "start", x.Start)
 	walkOne(w, "end", x.End)
+}
+
+func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Period) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	return dst, x.ID
 }
 
 func (x *Period) elementParts() (*string, *[]Extension) {
@@ -6898,6 +9358,50 @@ func (x *Population) walk(w *walker) {
 	walkOne(w, "gender", x.Gender)
 	walkOne(w, "race", x.Race)
 	walkOne(w, "physiologicalCondition", x.PhysiologicalCondition)
+}
+
+func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "ageRange":
+		return appendOne(dst, name, x.AgeRange), fieldName
+	case "ageCodeableConcept":
+		return appendOne(dst, name, x.AgeCodeableConcept), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "race":
+		return appendOne(dst, name, x.Race), fieldName
+	case "physiologicalCondition":
+		return appendOne(dst, name, x.PhysiologicalCondition), fieldName
+	case "age":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "ageRange", x.AgeRange)
+		dst = appendOne(dst, "ageCodeableConcept", x.AgeCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Population) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "ageRange", x.AgeRange)
+	dst = appendOne(dst, "ageCodeableConcept", x.AgeCodeableConcept)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "race", x.Race)
+	dst = appendOne(dst, "physiologicalCondition", x.PhysiologicalCondition)
+	return dst, x.ID
 }
 
 func (x *Population) elementParts() (*string, *[]Extension) {
@@ -7058,6 +9562,61 @@ func (x *ProdCharacteristic) walk(w *walker) {
 	walkOne(w, "scoring", x.Scoring)
 }
 
+func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "height":
+		return appendOne(dst, name, x.Height), fieldName
+	case "width":
+		return appendOne(dst, name, x.Width), fieldName
+	case "depth":
+		return appendOne(dst, name, x.Depth), fieldName
+	case "weight":
+		return appendOne(dst, name, x.Weight), fieldName
+	case "nominalVolume":
+		return appendOne(dst, name, x.NominalVolume), fieldName
+	case "externalDiameter":
+		return appendOne(dst, name, x.ExternalDiameter), fieldName
+	case "shape":
+		return appendOne(dst, name, x.Shape), fieldName
+	case "color":
+		return appendMany(dst, name, x.Color), fieldName
+	case "imprint":
+		return appendMany(dst, name, x.Imprint), fieldName
+	case "image":
+		return appendMany(dst, name, x.Image), fieldName
+	case "scoring":
+		return appendOne(dst, name, x.Scoring), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ProdCharacteristic) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "height", x.Height)
+	dst = appendOne(dst, "width", x.Width)
+	dst = appendOne(dst, "depth", x.Depth)
+	dst = appendOne(dst, "weight", x.Weight)
+	dst = appendOne(dst, "nominalVolume", x.NominalVolume)
+	dst = appendOne(dst, "externalDiameter", x.ExternalDiameter)
+	dst = appendOne(dst, "shape", x.Shape)
+	dst = appendMany(dst, "color", x.Color)
+	dst = appendMany(dst, "imprint", x.Imprint)
+	dst = appendMany(dst, "image", x.Image)
+	dst = appendOne(dst, "scoring", x.Scoring)
+	return dst, x.ID
+}
+
 func (x *ProdCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7175,6 +9734,40 @@ func (x *ProductShelfLife) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
 	walkMany(w, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
+}
+
+func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "specialPrecautionsForStorage":
+		return appendMany(dst, name, x.SpecialPrecautionsForStorage), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ProductShelfLife) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
+	return dst, x.ID
 }
 
 func (x *ProductShelfLife) elementParts() (*string, *[]Extension) {
@@ -7296,6 +9889,40 @@ func (x *Quantity) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
+func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "comparator":
+		return appendOne(dst, name, x.Comparator), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Quantity) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "comparator", x.Comparator)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
+}
+
 func (x *Quantity) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7392,6 +10019,31 @@ func (x *Range) walk(w *walker) {
 	walkOne(w, "high", x.High)
 }
 
+func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "low":
+		return appendOne(dst, name, x.Low), fieldName
+	case "high":
+		return appendOne(dst, name, x.High), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Range) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "low", x.Low)
+	dst = appendOne(dst, "high", x.High)
+	return dst, x.ID
+}
+
 func (x *Range) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7478,6 +10130,31 @@ func (x *Ratio) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "numerator", x.Numerator)
 	walkOne(w, "denominator", x.Denominator)
+}
+
+func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "numerator":
+		return appendOne(dst, name, x.Numerator), fieldName
+	case "denominator":
+		return appendOne(dst, name, x.Denominator), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Ratio) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "numerator", x.Numerator)
+	dst = appendOne(dst, "denominator", x.Denominator)
+	return dst, x.ID
 }
 
 func (x *Ratio) elementParts() (*string, *[]Extension) {
@@ -7584,6 +10261,37 @@ func (x *Reference) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "display", x.Display)
+}
+
+func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Reference) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "display", x.Display)
+	return dst, x.ID
 }
 
 func (x *Reference) elementParts() (*string, *[]Extension) {
@@ -7719,6 +10427,46 @@ func (x *RelatedArtifact) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 	walkOne(w, "document", x.Document)
 	walkOne(w, "resource", x.Resource)
+}
+
+func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "label":
+		return appendOne(dst, name, x.Label), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "citation":
+		return appendOne(dst, name, x.Citation), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "document":
+		return appendOne(dst, name, x.Document), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RelatedArtifact) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "citation", x.Citation)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "document", x.Document)
+	dst = appendOne(dst, "resource", x.Resource)
+	return dst, x.ID
 }
 
 func (x *RelatedArtifact) elementParts() (*string, *[]Extension) {
@@ -7862,6 +10610,46 @@ func (x *SampledData) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "origin":
+		return appendOne(dst, name, x.Origin), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "lowerLimit":
+		return appendOne(dst, name, x.LowerLimit), fieldName
+	case "upperLimit":
+		return appendOne(dst, name, x.UpperLimit), fieldName
+	case "dimensions":
+		return appendOne(dst, name, x.Dimensions), fieldName
+	case "data":
+		return appendOne(dst, name, x.Data), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SampledData) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "origin", x.Origin)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "lowerLimit", x.LowerLimit)
+	dst = appendOne(dst, "upperLimit", x.UpperLimit)
+	dst = appendOne(dst, "dimensions", x.Dimensions)
+	dst = appendOne(dst, "data", x.Data)
+	return dst, x.ID
+}
+
 func (x *SampledData) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -7999,6 +10787,46 @@ func (x *Signature) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "when":
+		return appendOne(dst, name, x.When), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	case "targetFormat":
+		return appendOne(dst, name, x.TargetFormat), fieldName
+	case "sigFormat":
+		return appendOne(dst, name, x.SigFormat), fieldName
+	case "data":
+		return appendOne(dst, name, x.Data), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Signature) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "when", x.When)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	dst = appendOne(dst, "targetFormat", x.TargetFormat)
+	dst = appendOne(dst, "sigFormat", x.SigFormat)
+	dst = appendOne(dst, "data", x.Data)
+	return dst, x.ID
+}
+
 func (x *Signature) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8130,6 +10958,54 @@ func (x *SubstanceAmount) walk(w *walker) {
 	walkOne(w, "referenceRange", x.ReferenceRange)
 }
 
+func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountRange":
+		return appendOne(dst, name, x.AmountRange), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "amountType":
+		return appendOne(dst, name, x.AmountType), fieldName
+	case "amountText":
+		return appendOne(dst, name, x.AmountText), fieldName
+	case "referenceRange":
+		return appendOne(dst, name, x.ReferenceRange), fieldName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountRange", x.AmountRange)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceAmount) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountRange", x.AmountRange)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	dst = appendOne(dst, "amountType", x.AmountType)
+	dst = appendOne(dst, "amountText", x.AmountText)
+	dst = appendOne(dst, "referenceRange", x.ReferenceRange)
+	return dst, x.ID
+}
+
 func (x *SubstanceAmount) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8223,6 +11099,31 @@ func (x *SubstanceAmountReferenceRange) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkOne(w, "lowLimit", x.LowLimit)
 	walkOne(w, "highLimit", x.HighLimit)
+}
+
+func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "lowLimit":
+		return appendOne(dst, name, x.LowLimit), fieldName
+	case "highLimit":
+		return appendOne(dst, name, x.HighLimit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceAmountReferenceRange) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "lowLimit", x.LowLimit)
+	dst = appendOne(dst, "highLimit", x.HighLimit)
+	return dst, x.ID
 }
 
 func (x *SubstanceAmountReferenceRange) elementParts() (*string, *[]Extension) {
@@ -8325,6 +11226,37 @@ func (x *Timing) walk(w *walker) {
 	walkMany(w, "event", x.Event)
 	walkOne(w, "repeat", x.Repeat)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "event":
+		return appendMany(dst, name, x.Event), fieldName
+	case "repeat":
+		return appendOne(dst, name, x.Repeat), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Timing) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "event", x.Event)
+	dst = appendOne(dst, "repeat", x.Repeat)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *Timing) elementParts() (*string, *[]Extension) {
@@ -8536,6 +11468,84 @@ func (x *TimingRepeat) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 }
 
+func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "boundsDuration":
+		return appendOne(dst, name, x.BoundsDuration), fieldName
+	case "boundsRange":
+		return appendOne(dst, name, x.BoundsRange), fieldName
+	case "boundsPeriod":
+		return appendOne(dst, name, x.BoundsPeriod), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "countMax":
+		return appendOne(dst, name, x.CountMax), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "durationMax":
+		return appendOne(dst, name, x.DurationMax), fieldName
+	case "durationUnit":
+		return appendOne(dst, name, x.DurationUnit), fieldName
+	case "frequency":
+		return appendOne(dst, name, x.Frequency), fieldName
+	case "frequencyMax":
+		return appendOne(dst, name, x.FrequencyMax), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "periodMax":
+		return appendOne(dst, name, x.PeriodMax), fieldName
+	case "periodUnit":
+		return appendOne(dst, name, x.PeriodUnit), fieldName
+	case "dayOfWeek":
+		return appendMany(dst, name, x.DayOfWeek), fieldName
+	case "timeOfDay":
+		return appendMany(dst, name, x.TimeOfDay), fieldName
+	case "when":
+		return appendMany(dst, name, x.When), fieldName
+	case "offset":
+		return appendOne(dst, name, x.Offset), fieldName
+	case "bounds":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "boundsDuration", x.BoundsDuration)
+		dst = appendOne(dst, "boundsRange", x.BoundsRange)
+		dst = appendOne(dst, "boundsPeriod", x.BoundsPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *TimingRepeat) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "boundsDuration", x.BoundsDuration)
+	dst = appendOne(dst, "boundsRange", x.BoundsRange)
+	dst = appendOne(dst, "boundsPeriod", x.BoundsPeriod)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendOne(dst, "countMax", x.CountMax)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "durationMax", x.DurationMax)
+	dst = appendOne(dst, "durationUnit", x.DurationUnit)
+	dst = appendOne(dst, "frequency", x.Frequency)
+	dst = appendOne(dst, "frequencyMax", x.FrequencyMax)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "periodMax", x.PeriodMax)
+	dst = appendOne(dst, "periodUnit", x.PeriodUnit)
+	dst = appendMany(dst, "dayOfWeek", x.DayOfWeek)
+	dst = appendMany(dst, "timeOfDay", x.TimeOfDay)
+	dst = appendMany(dst, "when", x.When)
+	dst = appendOne(dst, "offset", x.Offset)
+	return dst, x.ID
+}
+
 func (x *TimingRepeat) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8697,6 +11707,58 @@ func (x *TriggerDefinition) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 }
 
+func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "timingReference":
+		return appendOne(dst, name, x.TimingReference), fieldName
+	case "timingDate":
+		return appendOne(dst, name, x.TimingDate), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "data":
+		return appendMany(dst, name, x.Data), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		dst = appendOne(dst, "timingReference", x.TimingReference)
+		dst = appendOne(dst, "timingDate", x.TimingDate)
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *TriggerDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendOne(dst, "timingReference", x.TimingReference)
+	dst = appendOne(dst, "timingDate", x.TimingDate)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendMany(dst, "data", x.Data)
+	dst = appendOne(dst, "condition", x.Condition)
+	return dst, x.ID
+}
+
 func (x *TriggerDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -8811,6 +11873,49 @@ func (x *UsageContext) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *UsageContext) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	return dst, x.ID
 }
 
 func (x *UsageContext) elementParts() (*string, *[]Extension) {

@@ -40,6 +40,23 @@ func (x *Base64Binary) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ex
 
 func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Base64Binary) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Base64Binary) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *Base64Binary) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -101,6 +118,23 @@ func (x *Boolean) encodeValue(e *encoder) { e.boolean(x.Value) }
 func (x *Boolean) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Boolean) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Boolean) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *Boolean) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -171,6 +205,23 @@ func (x *Canonical) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Exten
 
 func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Canonical) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Canonical) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *Canonical) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -232,6 +283,23 @@ func (x *Code) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Code) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Code) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Code) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *Code) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -295,6 +363,23 @@ func (x *Date) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Date) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Date) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *Date) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -356,6 +441,23 @@ func (x *DateTime) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *DateTime) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *DateTime) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DateTime) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *DateTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -420,6 +522,23 @@ func (x *Decimal) encodeValue(e *encoder) { e.decimal(x.Value) }
 func (x *Decimal) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Decimal) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Decimal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *Decimal) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -489,6 +608,23 @@ func (x *ID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *ID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ID) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *ID) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -551,6 +687,23 @@ func (x *Instant) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 
 func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Instant) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Instant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *Instant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -612,6 +765,23 @@ func (x *Integer) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *Integer) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Integer) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Integer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *Integer) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -682,6 +852,23 @@ func (x *Markdown) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extens
 
 func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Markdown) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Markdown) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *Markdown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -744,6 +931,23 @@ func (x *OID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *OID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OID) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *OID) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -805,6 +1009,23 @@ func (x *PositiveInt) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *PositiveInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *PositiveInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PositiveInt) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *PositiveInt) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -875,6 +1096,23 @@ func (x *String) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensio
 
 func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *String) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *String) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *String) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -936,6 +1174,23 @@ func (x *Time) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Time) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Time) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Time) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *Time) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -999,6 +1254,23 @@ func (x *URI) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *URI) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *URI) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *URI) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1060,6 +1332,23 @@ func (x *URL) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *URL) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *URL) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *URL) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *URL) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1123,6 +1412,23 @@ func (x *UUID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *UUID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *UUID) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
+
 func (x *UUID) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1184,6 +1490,23 @@ func (x *UnsignedInt) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *UnsignedInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *UnsignedInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *UnsignedInt) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *UnsignedInt) elementParts() (*string, *[]Extension) {
 	if x == nil {
@@ -1253,6 +1576,23 @@ func (x *XHTML) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *XHTML) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *XHTML) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *XHTML) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
+	if name == "extension" {
+		if x == nil {
+			return dst, fieldName
+		}
+		return appendMany(dst, name, x.Extension), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *XHTML) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	return appendMany(dst, "extension", x.Extension), x.ID
+}
 
 func (x *XHTML) elementParts() (*string, *[]Extension) {
 	if x == nil {

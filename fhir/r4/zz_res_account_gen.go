@@ -164,6 +164,76 @@ func (x *Account) walk(w *walker) {
 	walkOne(w, "partOf", x.PartOf)
 }
 
+func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "servicePeriod":
+		return appendOne(dst, name, x.ServicePeriod), fieldName
+	case "coverage":
+		return appendMany(dst, name, x.Coverage), fieldName
+	case "owner":
+		return appendOne(dst, name, x.Owner), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "guarantor":
+		return appendMany(dst, name, x.Guarantor), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Account) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "servicePeriod", x.ServicePeriod)
+	dst = appendMany(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "guarantor", x.Guarantor)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	return dst, x.ID
+}
+
 // ResourceType returns "Account".
 func (x *Account) ResourceType() string { return "Account" }
 
@@ -283,6 +353,34 @@ func (x *AccountCoverage) walk(w *walker) {
 	walkOne(w, "priority", x.Priority)
 }
 
+func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AccountCoverage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "priority", x.Priority)
+	return dst, x.ID
+}
+
 func (x *AccountCoverage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -385,6 +483,37 @@ func (x *AccountGuarantor) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 	walkOne(w, "onHold", x.OnHold)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	case "onHold":
+		return appendOne(dst, name, x.OnHold), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AccountGuarantor) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "party", x.Party)
+	dst = appendOne(dst, "onHold", x.OnHold)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *AccountGuarantor) elementParts() (*string, *[]Extension) {

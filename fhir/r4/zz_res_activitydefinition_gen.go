@@ -456,6 +456,227 @@ func (x *ActivityDefinition) walk(w *walker) {
 	walkMany(w, "dynamicValue", x.DynamicValue)
 }
 
+func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "library":
+		return appendMany(dst, name, x.Library), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "timingAge":
+		return appendOne(dst, name, x.TimingAge), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingRange":
+		return appendOne(dst, name, x.TimingRange), fieldName
+	case "timingDuration":
+		return appendOne(dst, name, x.TimingDuration), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "productReference":
+		return appendOne(dst, name, x.ProductReference), fieldName
+	case "productCodeableConcept":
+		return appendOne(dst, name, x.ProductCodeableConcept), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "dosage":
+		return appendMany(dst, name, x.Dosage), fieldName
+	case "bodySite":
+		return appendMany(dst, name, x.BodySite), fieldName
+	case "specimenRequirement":
+		return appendMany(dst, name, x.SpecimenRequirement), fieldName
+	case "observationRequirement":
+		return appendMany(dst, name, x.ObservationRequirement), fieldName
+	case "observationResultRequirement":
+		return appendMany(dst, name, x.ObservationResultRequirement), fieldName
+	case "transform":
+		return appendOne(dst, name, x.Transform), fieldName
+	case "dynamicValue":
+		return appendMany(dst, name, x.DynamicValue), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		dst = appendOne(dst, "timingAge", x.TimingAge)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingRange", x.TimingRange)
+		dst = appendOne(dst, "timingDuration", x.TimingDuration)
+		return dst, choiceName
+	case "product":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "productReference", x.ProductReference)
+		dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ActivityDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "timingAge", x.TimingAge)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingRange", x.TimingRange)
+	dst = appendOne(dst, "timingDuration", x.TimingDuration)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "productReference", x.ProductReference)
+	dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "specimenRequirement", x.SpecimenRequirement)
+	dst = appendMany(dst, "observationRequirement", x.ObservationRequirement)
+	dst = appendMany(dst, "observationResultRequirement", x.ObservationResultRequirement)
+	dst = appendOne(dst, "transform", x.Transform)
+	dst = appendMany(dst, "dynamicValue", x.DynamicValue)
+	return dst, x.ID
+}
+
 // ResourceType returns "ActivityDefinition".
 func (x *ActivityDefinition) ResourceType() string { return "ActivityDefinition" }
 
@@ -637,6 +858,34 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ActivityDefinitionParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "role", x.Role)
+	return dst, x.ID
+}
+
 func (x *ActivityDefinitionParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -733,6 +982,34 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ActivityDefinitionDynamicValue) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
 }
 
 func (x *ActivityDefinitionDynamicValue) elementParts() (*string, *[]Extension) {

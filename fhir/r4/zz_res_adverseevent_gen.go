@@ -220,6 +220,103 @@ func (x *AdverseEvent) walk(w *walker) {
 	walkMany(w, "study", x.Study)
 }
 
+func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "actuality":
+		return appendOne(dst, name, x.Actuality), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "event":
+		return appendOne(dst, name, x.Event), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "detected":
+		return appendOne(dst, name, x.Detected), fieldName
+	case "recordedDate":
+		return appendOne(dst, name, x.RecordedDate), fieldName
+	case "resultingCondition":
+		return appendMany(dst, name, x.ResultingCondition), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "seriousness":
+		return appendOne(dst, name, x.Seriousness), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "contributor":
+		return appendMany(dst, name, x.Contributor), fieldName
+	case "suspectEntity":
+		return appendMany(dst, name, x.SuspectEntity), fieldName
+	case "subjectMedicalHistory":
+		return appendMany(dst, name, x.SubjectMedicalHistory), fieldName
+	case "referenceDocument":
+		return appendMany(dst, name, x.ReferenceDocument), fieldName
+	case "study":
+		return appendMany(dst, name, x.Study), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AdverseEvent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "actuality", x.Actuality)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "event", x.Event)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "detected", x.Detected)
+	dst = appendOne(dst, "recordedDate", x.RecordedDate)
+	dst = appendMany(dst, "resultingCondition", x.ResultingCondition)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "seriousness", x.Seriousness)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendMany(dst, "contributor", x.Contributor)
+	dst = appendMany(dst, "suspectEntity", x.SuspectEntity)
+	dst = appendMany(dst, "subjectMedicalHistory", x.SubjectMedicalHistory)
+	dst = appendMany(dst, "referenceDocument", x.ReferenceDocument)
+	dst = appendMany(dst, "study", x.Study)
+	return dst, x.ID
+}
+
 // ResourceType returns "AdverseEvent".
 func (x *AdverseEvent) ResourceType() string { return "AdverseEvent" }
 
@@ -347,6 +444,34 @@ func (x *AdverseEventSuspectEntity) walk(w *walker) {
 	walkMany(w, "causality", x.Causality)
 }
 
+func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "instance":
+		return appendOne(dst, name, x.Instance), fieldName
+	case "causality":
+		return appendMany(dst, name, x.Causality), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AdverseEventSuspectEntity) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "instance", x.Instance)
+	dst = appendMany(dst, "causality", x.Causality)
+	return dst, x.ID
+}
+
 func (x *AdverseEventSuspectEntity) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -454,6 +579,40 @@ func (x *AdverseEventSuspectEntityCausality) walk(w *walker) {
 	walkOne(w, "productRelatedness", x.ProductRelatedness)
 	walkOne(w, "author", x.Author)
 	walkOne(w, "method", x.Method)
+}
+
+func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "assessment":
+		return appendOne(dst, name, x.Assessment), fieldName
+	case "productRelatedness":
+		return appendOne(dst, name, x.ProductRelatedness), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AdverseEventSuspectEntityCausality) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "assessment", x.Assessment)
+	dst = appendOne(dst, "productRelatedness", x.ProductRelatedness)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "method", x.Method)
+	return dst, x.ID
 }
 
 func (x *AdverseEventSuspectEntityCausality) elementParts() (*string, *[]Extension) {

@@ -226,6 +226,113 @@ func (x *AllergyIntolerance) walk(w *walker) {
 	walkMany(w, "reaction", x.Reaction)
 }
 
+func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "clinicalStatus":
+		return appendOne(dst, name, x.ClinicalStatus), fieldName
+	case "verificationStatus":
+		return appendOne(dst, name, x.VerificationStatus), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "criticality":
+		return appendOne(dst, name, x.Criticality), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "onsetDateTime":
+		return appendOne(dst, name, x.OnsetDateTime), fieldName
+	case "onsetAge":
+		return appendOne(dst, name, x.OnsetAge), fieldName
+	case "onsetPeriod":
+		return appendOne(dst, name, x.OnsetPeriod), fieldName
+	case "onsetRange":
+		return appendOne(dst, name, x.OnsetRange), fieldName
+	case "onsetString":
+		return appendOne(dst, name, x.OnsetString), fieldName
+	case "recordedDate":
+		return appendOne(dst, name, x.RecordedDate), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "asserter":
+		return appendOne(dst, name, x.Asserter), fieldName
+	case "lastOccurrence":
+		return appendOne(dst, name, x.LastOccurrence), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "reaction":
+		return appendMany(dst, name, x.Reaction), fieldName
+	case "onset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+		dst = appendOne(dst, "onsetAge", x.OnsetAge)
+		dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+		dst = appendOne(dst, "onsetRange", x.OnsetRange)
+		dst = appendOne(dst, "onsetString", x.OnsetString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *AllergyIntolerance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "clinicalStatus", x.ClinicalStatus)
+	dst = appendOne(dst, "verificationStatus", x.VerificationStatus)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "criticality", x.Criticality)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+	dst = appendOne(dst, "onsetAge", x.OnsetAge)
+	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+	dst = appendOne(dst, "onsetRange", x.OnsetRange)
+	dst = appendOne(dst, "onsetString", x.OnsetString)
+	dst = appendOne(dst, "recordedDate", x.RecordedDate)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendOne(dst, "asserter", x.Asserter)
+	dst = appendOne(dst, "lastOccurrence", x.LastOccurrence)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "reaction", x.Reaction)
+	return dst, x.ID
+}
+
 // ResourceType returns "AllergyIntolerance".
 func (x *AllergyIntolerance) ResourceType() string { return "AllergyIntolerance" }
 
@@ -390,6 +497,49 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 	walkOne(w, "severity", x.Severity)
 	walkOne(w, "exposureRoute", x.ExposureRoute)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	case "manifestation":
+		return appendMany(dst, name, x.Manifestation), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "onset":
+		return appendOne(dst, name, x.Onset), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "exposureRoute":
+		return appendOne(dst, name, x.ExposureRoute), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AllergyIntoleranceReaction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substance", x.Substance)
+	dst = appendMany(dst, "manifestation", x.Manifestation)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "onset", x.Onset)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "exposureRoute", x.ExposureRoute)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
 }
 
 func (x *AllergyIntoleranceReaction) elementParts() (*string, *[]Extension) {

@@ -242,6 +242,109 @@ func (x *Appointment) walk(w *walker) {
 	walkMany(w, "requestedPeriod", x.RequestedPeriod)
 }
 
+func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "cancelationReason":
+		return appendOne(dst, name, x.CancelationReason), fieldName
+	case "serviceCategory":
+		return appendMany(dst, name, x.ServiceCategory), fieldName
+	case "serviceType":
+		return appendMany(dst, name, x.ServiceType), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "appointmentType":
+		return appendOne(dst, name, x.AppointmentType), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "supportingInformation":
+		return appendMany(dst, name, x.SupportingInformation), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "minutesDuration":
+		return appendOne(dst, name, x.MinutesDuration), fieldName
+	case "slot":
+		return appendMany(dst, name, x.Slot), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "patientInstruction":
+		return appendOne(dst, name, x.PatientInstruction), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "requestedPeriod":
+		return appendMany(dst, name, x.RequestedPeriod), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Appointment) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "cancelationReason", x.CancelationReason)
+	dst = appendMany(dst, "serviceCategory", x.ServiceCategory)
+	dst = appendMany(dst, "serviceType", x.ServiceType)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendOne(dst, "appointmentType", x.AppointmentType)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "minutesDuration", x.MinutesDuration)
+	dst = appendMany(dst, "slot", x.Slot)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendMany(dst, "requestedPeriod", x.RequestedPeriod)
+	return dst, x.ID
+}
+
 // ResourceType returns "Appointment".
 func (x *Appointment) ResourceType() string { return "Appointment" }
 
@@ -396,6 +499,43 @@ func (x *AppointmentParticipant) walk(w *walker) {
 	walkOne(w, "required", x.Required)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	case "required":
+		return appendOne(dst, name, x.Required), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AppointmentParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "actor", x.Actor)
+	dst = appendOne(dst, "required", x.Required)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *AppointmentParticipant) elementParts() (*string, *[]Extension) {

@@ -148,6 +148,67 @@ func (x *AppointmentResponse) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *AppointmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "appointment":
+		return appendOne(dst, name, x.Appointment), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "participantType":
+		return appendMany(dst, name, x.ParticipantType), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	case "participantStatus":
+		return appendOne(dst, name, x.ParticipantStatus), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AppointmentResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "appointment", x.Appointment)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendMany(dst, "participantType", x.ParticipantType)
+	dst = appendOne(dst, "actor", x.Actor)
+	dst = appendOne(dst, "participantStatus", x.ParticipantStatus)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
+}
+
 // ResourceType returns "AppointmentResponse".
 func (x *AppointmentResponse) ResourceType() string { return "AppointmentResponse" }
 

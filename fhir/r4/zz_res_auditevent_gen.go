@@ -166,6 +166,76 @@ func (x *AuditEvent) walk(w *walker) {
 	walkMany(w, "entity", x.Entity)
 }
 
+func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subtype":
+		return appendMany(dst, name, x.Subtype), fieldName
+	case "action":
+		return appendOne(dst, name, x.Action), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "recorded":
+		return appendOne(dst, name, x.Recorded), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "outcomeDesc":
+		return appendOne(dst, name, x.OutcomeDesc), fieldName
+	case "purposeOfEvent":
+		return appendMany(dst, name, x.PurposeOfEvent), fieldName
+	case "agent":
+		return appendMany(dst, name, x.Agent), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "entity":
+		return appendMany(dst, name, x.Entity), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AuditEvent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "subtype", x.Subtype)
+	dst = appendOne(dst, "action", x.Action)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "recorded", x.Recorded)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "outcomeDesc", x.OutcomeDesc)
+	dst = appendMany(dst, "purposeOfEvent", x.PurposeOfEvent)
+	dst = appendMany(dst, "agent", x.Agent)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendMany(dst, "entity", x.Entity)
+	return dst, x.ID
+}
+
 // ResourceType returns "AuditEvent".
 func (x *AuditEvent) ResourceType() string { return "AuditEvent" }
 
@@ -346,6 +416,61 @@ func (x *AuditEventAgent) walk(w *walker) {
 	walkMany(w, "purposeOfUse", x.PurposeOfUse)
 }
 
+func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "role":
+		return appendMany(dst, name, x.Role), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "altId":
+		return appendOne(dst, name, x.AltID), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "requestor":
+		return appendOne(dst, name, x.Requestor), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "policy":
+		return appendMany(dst, name, x.Policy), fieldName
+	case "media":
+		return appendOne(dst, name, x.Media), fieldName
+	case "network":
+		return appendOne(dst, name, x.Network), fieldName
+	case "purposeOfUse":
+		return appendMany(dst, name, x.PurposeOfUse), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AuditEventAgent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "role", x.Role)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "altId", x.AltID)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "policy", x.Policy)
+	dst = appendOne(dst, "media", x.Media)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendMany(dst, "purposeOfUse", x.PurposeOfUse)
+	return dst, x.ID
+}
+
 func (x *AuditEventAgent) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -458,6 +583,34 @@ func (x *AuditEventAgentNetwork) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AuditEventAgentNetwork) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
+}
+
 func (x *AuditEventAgentNetwork) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -561,6 +714,37 @@ func (x *AuditEventSource) walk(w *walker) {
 	walkOne(w, "site", x.Site)
 	walkOne(w, "observer", x.Observer)
 	walkMany(w, "type", x.Type)
+}
+
+func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "site":
+		return appendOne(dst, name, x.Site), fieldName
+	case "observer":
+		return appendOne(dst, name, x.Observer), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AuditEventSource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "observer", x.Observer)
+	dst = appendMany(dst, "type", x.Type)
+	return dst, x.ID
 }
 
 func (x *AuditEventSource) elementParts() (*string, *[]Extension) {
@@ -708,6 +892,55 @@ func (x *AuditEventEntity) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "what":
+		return appendOne(dst, name, x.What), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "lifecycle":
+		return appendOne(dst, name, x.Lifecycle), fieldName
+	case "securityLabel":
+		return appendMany(dst, name, x.SecurityLabel), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "query":
+		return appendOne(dst, name, x.Query), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *AuditEventEntity) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "what", x.What)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "lifecycle", x.Lifecycle)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "query", x.Query)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *AuditEventEntity) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -823,6 +1056,44 @@ func (x *AuditEventEntityDetail) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "valueString", x.ValueString)
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
+}
+
+func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *AuditEventEntityDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	return dst, x.ID
 }
 
 func (x *AuditEventEntityDetail) elementParts() (*string, *[]Extension) {

@@ -124,6 +124,58 @@ func (x *Basic) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 }
 
+func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Basic) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "author", x.Author)
+	return dst, x.ID
+}
+
 // ResourceType returns "Basic".
 func (x *Basic) ResourceType() string { return "Basic" }
 

@@ -90,6 +90,40 @@ func (x *Binary) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "contentType":
+		return appendOne(dst, name, x.ContentType), fieldName
+	case "securityContext":
+		return appendOne(dst, name, x.SecurityContext), fieldName
+	case "data":
+		return appendOne(dst, name, x.Data), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Binary) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "securityContext", x.SecurityContext)
+	dst = appendOne(dst, "data", x.Data)
+	return dst, x.ID
+}
+
 // ResourceType returns "Binary".
 func (x *Binary) ResourceType() string { return "Binary" }
 

@@ -164,6 +164,76 @@ func (x *BiologicallyDerivedProduct) walk(w *walker) {
 	walkMany(w, "storage", x.Storage)
 }
 
+func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "productCategory":
+		return appendOne(dst, name, x.ProductCategory), fieldName
+	case "productCode":
+		return appendOne(dst, name, x.ProductCode), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "request":
+		return appendMany(dst, name, x.Request), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "parent":
+		return appendMany(dst, name, x.Parent), fieldName
+	case "collection":
+		return appendOne(dst, name, x.Collection), fieldName
+	case "processing":
+		return appendMany(dst, name, x.Processing), fieldName
+	case "manipulation":
+		return appendOne(dst, name, x.Manipulation), fieldName
+	case "storage":
+		return appendMany(dst, name, x.Storage), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProduct) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "productCategory", x.ProductCategory)
+	dst = appendOne(dst, "productCode", x.ProductCode)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "request", x.Request)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "parent", x.Parent)
+	dst = appendOne(dst, "collection", x.Collection)
+	dst = appendMany(dst, "processing", x.Processing)
+	dst = appendOne(dst, "manipulation", x.Manipulation)
+	dst = appendMany(dst, "storage", x.Storage)
+	return dst, x.ID
+}
+
 // ResourceType returns "BiologicallyDerivedProduct".
 func (x *BiologicallyDerivedProduct) ResourceType() string { return "BiologicallyDerivedProduct" }
 
@@ -295,6 +365,47 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 	walkOne(w, "collectedPeriod", x.CollectedPeriod)
 }
 
+func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "collector":
+		return appendOne(dst, name, x.Collector), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "collectedDateTime":
+		return appendOne(dst, name, x.CollectedDateTime), fieldName
+	case "collectedPeriod":
+		return appendOne(dst, name, x.CollectedPeriod), fieldName
+	case "collected":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+		dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProductCollection) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "collector", x.Collector)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+	dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+	return dst, x.ID
+}
+
 func (x *BiologicallyDerivedProductCollection) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -415,6 +526,50 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
+func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "procedure":
+		return appendOne(dst, name, x.Procedure), fieldName
+	case "additive":
+		return appendOne(dst, name, x.Additive), fieldName
+	case "timeDateTime":
+		return appendOne(dst, name, x.TimeDateTime), fieldName
+	case "timePeriod":
+		return appendOne(dst, name, x.TimePeriod), fieldName
+	case "time":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+		dst = appendOne(dst, "timePeriod", x.TimePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProductProcessing) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "procedure", x.Procedure)
+	dst = appendOne(dst, "additive", x.Additive)
+	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+	dst = appendOne(dst, "timePeriod", x.TimePeriod)
+	return dst, x.ID
+}
+
 func (x *BiologicallyDerivedProductProcessing) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -523,6 +678,44 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "timeDateTime", x.TimeDateTime)
 	walkOne(w, "timePeriod", x.TimePeriod)
+}
+
+func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "timeDateTime":
+		return appendOne(dst, name, x.TimeDateTime), fieldName
+	case "timePeriod":
+		return appendOne(dst, name, x.TimePeriod), fieldName
+	case "time":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+		dst = appendOne(dst, "timePeriod", x.TimePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProductManipulation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+	dst = appendOne(dst, "timePeriod", x.TimePeriod)
+	return dst, x.ID
 }
 
 func (x *BiologicallyDerivedProductManipulation) elementParts() (*string, *[]Extension) {
@@ -639,6 +832,40 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 	walkOne(w, "temperature", x.Temperature)
 	walkOne(w, "scale", x.Scale)
 	walkOne(w, "duration", x.Duration)
+}
+
+func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "temperature":
+		return appendOne(dst, name, x.Temperature), fieldName
+	case "scale":
+		return appendOne(dst, name, x.Scale), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BiologicallyDerivedProductStorage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "temperature", x.Temperature)
+	dst = appendOne(dst, "scale", x.Scale)
+	dst = appendOne(dst, "duration", x.Duration)
+	return dst, x.ID
 }
 
 func (x *BiologicallyDerivedProductStorage) elementParts() (*string, *[]Extension) {

@@ -144,6 +144,67 @@ func (x *BodyStructure) walk(w *walker) {
 	walkOne(w, "patient", x.Patient)
 }
 
+func (x *BodyStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "morphology":
+		return appendOne(dst, name, x.Morphology), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "locationQualifier":
+		return appendMany(dst, name, x.LocationQualifier), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "image":
+		return appendMany(dst, name, x.Image), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BodyStructure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "morphology", x.Morphology)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "locationQualifier", x.LocationQualifier)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "image", x.Image)
+	dst = appendOne(dst, "patient", x.Patient)
+	return dst, x.ID
+}
+
 // ResourceType returns "BodyStructure".
 func (x *BodyStructure) ResourceType() string { return "BodyStructure" }
 

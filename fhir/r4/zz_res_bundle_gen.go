@@ -116,6 +116,52 @@ func (x *Bundle) walk(w *walker) {
 	walkOne(w, "signature", x.Signature)
 }
 
+func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "timestamp":
+		return appendOne(dst, name, x.Timestamp), fieldName
+	case "total":
+		return appendOne(dst, name, x.Total), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "entry":
+		return appendMany(dst, name, x.Entry), fieldName
+	case "signature":
+		return appendOne(dst, name, x.Signature), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Bundle) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "timestamp", x.Timestamp)
+	dst = appendOne(dst, "total", x.Total)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendMany(dst, "entry", x.Entry)
+	dst = appendOne(dst, "signature", x.Signature)
+	return dst, x.ID
+}
+
 // ResourceType returns "Bundle".
 func (x *Bundle) ResourceType() string { return "Bundle" }
 
@@ -227,6 +273,34 @@ func (x *BundleLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "relation", x.Relation)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "relation":
+		return appendOne(dst, name, x.Relation), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BundleLink) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "relation", x.Relation)
+	dst = appendOne(dst, "url", x.URL)
+	return dst, x.ID
 }
 
 func (x *BundleLink) elementParts() (*string, *[]Extension) {
@@ -352,6 +426,46 @@ func (x *BundleEntry) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "fullUrl":
+		return appendOne(dst, name, x.FullURL), fieldName
+	case "resource":
+		return appendResource(dst, name, x.Resource), fieldName
+	case "search":
+		return appendOne(dst, name, x.Search), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BundleEntry) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendOne(dst, "fullUrl", x.FullURL)
+	dst = appendResource(dst, "resource", x.Resource)
+	dst = appendOne(dst, "search", x.Search)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "response", x.Response)
+	return dst, x.ID
+}
+
 func (x *BundleEntry) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -454,6 +568,34 @@ func (x *BundleEntrySearch) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "score", x.Score)
+}
+
+func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "score":
+		return appendOne(dst, name, x.Score), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BundleEntrySearch) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "score", x.Score)
+	return dst, x.ID
 }
 
 func (x *BundleEntrySearch) elementParts() (*string, *[]Extension) {
@@ -589,6 +731,46 @@ func (x *BundleEntryRequest) walk(w *walker) {
 	walkOne(w, "ifNoneExist", x.IfNoneExist)
 }
 
+func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "ifNoneMatch":
+		return appendOne(dst, name, x.IfNoneMatch), fieldName
+	case "ifModifiedSince":
+		return appendOne(dst, name, x.IfModifiedSince), fieldName
+	case "ifMatch":
+		return appendOne(dst, name, x.IfMatch), fieldName
+	case "ifNoneExist":
+		return appendOne(dst, name, x.IfNoneExist), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BundleEntryRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "ifNoneMatch", x.IfNoneMatch)
+	dst = appendOne(dst, "ifModifiedSince", x.IfModifiedSince)
+	dst = appendOne(dst, "ifMatch", x.IfMatch)
+	dst = appendOne(dst, "ifNoneExist", x.IfNoneExist)
+	return dst, x.ID
+}
+
 func (x *BundleEntryRequest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -718,6 +900,43 @@ func (x *BundleEntryResponse) walk(w *walker) {
 	walkOne(w, "etag", x.Etag)
 	walkOne(w, "lastModified", x.LastModified)
 	w.resource("outcome", x.Outcome)
+}
+
+func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "etag":
+		return appendOne(dst, name, x.Etag), fieldName
+	case "lastModified":
+		return appendOne(dst, name, x.LastModified), fieldName
+	case "outcome":
+		return appendResource(dst, name, x.Outcome), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *BundleEntryResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "etag", x.Etag)
+	dst = appendOne(dst, "lastModified", x.LastModified)
+	dst = appendResource(dst, "outcome", x.Outcome)
+	return dst, x.ID
 }
 
 func (x *BundleEntryResponse) elementParts() (*string, *[]Extension) {

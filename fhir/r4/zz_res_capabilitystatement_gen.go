@@ -284,6 +284,121 @@ func (x *CapabilityStatement) walk(w *walker) {
 	walkMany(w, "document", x.Document)
 }
 
+func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "instantiates":
+		return appendMany(dst, name, x.Instantiates), fieldName
+	case "imports":
+		return appendMany(dst, name, x.Imports), fieldName
+	case "software":
+		return appendOne(dst, name, x.Software), fieldName
+	case "implementation":
+		return appendOne(dst, name, x.Implementation), fieldName
+	case "fhirVersion":
+		return appendOne(dst, name, x.FhirVersion), fieldName
+	case "format":
+		return appendMany(dst, name, x.Format), fieldName
+	case "patchFormat":
+		return appendMany(dst, name, x.PatchFormat), fieldName
+	case "implementationGuide":
+		return appendMany(dst, name, x.ImplementationGuide), fieldName
+	case "rest":
+		return appendMany(dst, name, x.Rest), fieldName
+	case "messaging":
+		return appendMany(dst, name, x.Messaging), fieldName
+	case "document":
+		return appendMany(dst, name, x.Document), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendMany(dst, "instantiates", x.Instantiates)
+	dst = appendMany(dst, "imports", x.Imports)
+	dst = appendOne(dst, "software", x.Software)
+	dst = appendOne(dst, "implementation", x.Implementation)
+	dst = appendOne(dst, "fhirVersion", x.FhirVersion)
+	dst = appendMany(dst, "format", x.Format)
+	dst = appendMany(dst, "patchFormat", x.PatchFormat)
+	dst = appendMany(dst, "implementationGuide", x.ImplementationGuide)
+	dst = appendMany(dst, "rest", x.Rest)
+	dst = appendMany(dst, "messaging", x.Messaging)
+	dst = appendMany(dst, "document", x.Document)
+	return dst, x.ID
+}
+
 // ResourceType returns "CapabilityStatement".
 func (x *CapabilityStatement) ResourceType() string { return "CapabilityStatement" }
 
@@ -443,6 +558,37 @@ func (x *CapabilityStatementSoftware) walk(w *walker) {
 	walkOne(w, "releaseDate", x.ReleaseDate)
 }
 
+func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "releaseDate":
+		return appendOne(dst, name, x.ReleaseDate), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementSoftware) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "releaseDate", x.ReleaseDate)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementSoftware) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -550,6 +696,37 @@ func (x *CapabilityStatementImplementation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "url", x.URL)
 	walkOne(w, "custodian", x.Custodian)
+}
+
+func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "custodian":
+		return appendOne(dst, name, x.Custodian), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementImplementation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "custodian", x.Custodian)
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementImplementation) elementParts() (*string, *[]Extension) {
@@ -692,6 +869,52 @@ func (x *CapabilityStatementRest) walk(w *walker) {
 	walkMany(w, "compartment", x.Compartment)
 }
 
+func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "security":
+		return appendOne(dst, name, x.Security), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "interaction":
+		return appendMany(dst, name, x.Interaction), fieldName
+	case "searchParam":
+		return appendMany(dst, name, x.SearchParam), fieldName
+	case "operation":
+		return appendMany(dst, name, x.Operation), fieldName
+	case "compartment":
+		return appendMany(dst, name, x.Compartment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "security", x.Security)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendMany(dst, "interaction", x.Interaction)
+	dst = appendMany(dst, "searchParam", x.SearchParam)
+	dst = appendMany(dst, "operation", x.Operation)
+	dst = appendMany(dst, "compartment", x.Compartment)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementRest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -804,6 +1027,37 @@ func (x *CapabilityStatementRestSecurity) walk(w *walker) {
 	walkOne(w, "cors", x.Cors)
 	walkMany(w, "service", x.Service)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "cors":
+		return appendOne(dst, name, x.Cors), fieldName
+	case "service":
+		return appendMany(dst, name, x.Service), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestSecurity) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "cors", x.Cors)
+	dst = appendMany(dst, "service", x.Service)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestSecurity) elementParts() (*string, *[]Extension) {
@@ -1022,6 +1276,79 @@ func (x *CapabilityStatementRestResource) walk(w *walker) {
 	walkMany(w, "operation", x.Operation)
 }
 
+func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "supportedProfile":
+		return appendMany(dst, name, x.SupportedProfile), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "interaction":
+		return appendMany(dst, name, x.Interaction), fieldName
+	case "versioning":
+		return appendOne(dst, name, x.Versioning), fieldName
+	case "readHistory":
+		return appendOne(dst, name, x.ReadHistory), fieldName
+	case "updateCreate":
+		return appendOne(dst, name, x.UpdateCreate), fieldName
+	case "conditionalCreate":
+		return appendOne(dst, name, x.ConditionalCreate), fieldName
+	case "conditionalRead":
+		return appendOne(dst, name, x.ConditionalRead), fieldName
+	case "conditionalUpdate":
+		return appendOne(dst, name, x.ConditionalUpdate), fieldName
+	case "conditionalDelete":
+		return appendOne(dst, name, x.ConditionalDelete), fieldName
+	case "referencePolicy":
+		return appendMany(dst, name, x.ReferencePolicy), fieldName
+	case "searchInclude":
+		return appendMany(dst, name, x.SearchInclude), fieldName
+	case "searchRevInclude":
+		return appendMany(dst, name, x.SearchRevInclude), fieldName
+	case "searchParam":
+		return appendMany(dst, name, x.SearchParam), fieldName
+	case "operation":
+		return appendMany(dst, name, x.Operation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestResource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendMany(dst, "supportedProfile", x.SupportedProfile)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "interaction", x.Interaction)
+	dst = appendOne(dst, "versioning", x.Versioning)
+	dst = appendOne(dst, "readHistory", x.ReadHistory)
+	dst = appendOne(dst, "updateCreate", x.UpdateCreate)
+	dst = appendOne(dst, "conditionalCreate", x.ConditionalCreate)
+	dst = appendOne(dst, "conditionalRead", x.ConditionalRead)
+	dst = appendOne(dst, "conditionalUpdate", x.ConditionalUpdate)
+	dst = appendOne(dst, "conditionalDelete", x.ConditionalDelete)
+	dst = appendMany(dst, "referencePolicy", x.ReferencePolicy)
+	dst = appendMany(dst, "searchInclude", x.SearchInclude)
+	dst = appendMany(dst, "searchRevInclude", x.SearchRevInclude)
+	dst = appendMany(dst, "searchParam", x.SearchParam)
+	dst = appendMany(dst, "operation", x.Operation)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementRestResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1150,6 +1477,34 @@ func (x *CapabilityStatementRestResourceInteraction) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestResourceInteraction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementRestResourceInteraction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1267,6 +1622,40 @@ func (x *CapabilityStatementRestResourceSearchParam) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestResourceSearchParam) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementRestResourceSearchParam) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1380,6 +1769,37 @@ func (x *CapabilityStatementRestResourceOperation) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestResourceOperation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementRestResourceOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1481,6 +1901,34 @@ func (x *CapabilityStatementRestInteraction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementRestInteraction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementRestInteraction) elementParts() (*string, *[]Extension) {
@@ -1596,6 +2044,40 @@ func (x *CapabilityStatementMessaging) walk(w *walker) {
 	walkMany(w, "supportedMessage", x.SupportedMessage)
 }
 
+func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	case "reliableCache":
+		return appendOne(dst, name, x.ReliableCache), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "supportedMessage":
+		return appendMany(dst, name, x.SupportedMessage), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementMessaging) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "reliableCache", x.ReliableCache)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "supportedMessage", x.SupportedMessage)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementMessaging) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1697,6 +2179,34 @@ func (x *CapabilityStatementMessagingEndpoint) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "protocol":
+		return appendOne(dst, name, x.Protocol), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementMessagingEndpoint) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "protocol", x.Protocol)
+	dst = appendOne(dst, "address", x.Address)
+	return dst, x.ID
+}
+
 func (x *CapabilityStatementMessagingEndpoint) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1795,6 +2305,34 @@ func (x *CapabilityStatementMessagingSupportedMessage) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "definition", x.Definition)
+}
+
+func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementMessagingSupportedMessage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "definition", x.Definition)
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementMessagingSupportedMessage) elementParts() (*string, *[]Extension) {
@@ -1904,6 +2442,37 @@ func (x *CapabilityStatementDocument) walk(w *walker) {
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "documentation", x.Documentation)
 	walkOne(w, "profile", x.Profile)
+}
+
+func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CapabilityStatementDocument) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst, x.ID
 }
 
 func (x *CapabilityStatementDocument) elementParts() (*string, *[]Extension) {

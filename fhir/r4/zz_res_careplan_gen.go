@@ -244,6 +244,112 @@ func (x *CarePlan) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "contributor":
+		return appendMany(dst, name, x.Contributor), fieldName
+	case "careTeam":
+		return appendMany(dst, name, x.CareTeam), fieldName
+	case "addresses":
+		return appendMany(dst, name, x.Addresses), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "goal":
+		return appendMany(dst, name, x.Goal), fieldName
+	case "activity":
+		return appendMany(dst, name, x.Activity), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CarePlan) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "contributor", x.Contributor)
+	dst = appendMany(dst, "careTeam", x.CareTeam)
+	dst = appendMany(dst, "addresses", x.Addresses)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "goal", x.Goal)
+	dst = appendMany(dst, "activity", x.Activity)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "CarePlan".
 func (x *CarePlan) ResourceType() string { return "CarePlan" }
 
@@ -393,6 +499,43 @@ func (x *CarePlanActivity) walk(w *walker) {
 	walkMany(w, "progress", x.Progress)
 	walkOne(w, "reference", x.Reference)
 	walkOne(w, "detail", x.Detail)
+}
+
+func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "outcomeCodeableConcept":
+		return appendMany(dst, name, x.OutcomeCodeableConcept), fieldName
+	case "outcomeReference":
+		return appendMany(dst, name, x.OutcomeReference), fieldName
+	case "progress":
+		return appendMany(dst, name, x.Progress), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CarePlanActivity) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "outcomeCodeableConcept", x.OutcomeCodeableConcept)
+	dst = appendMany(dst, "outcomeReference", x.OutcomeReference)
+	dst = appendMany(dst, "progress", x.Progress)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "detail", x.Detail)
+	return dst, x.ID
 }
 
 func (x *CarePlanActivity) elementParts() (*string, *[]Extension) {
@@ -613,6 +756,103 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 	walkOne(w, "dailyAmount", x.DailyAmount)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "goal":
+		return appendMany(dst, name, x.Goal), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "scheduledTiming":
+		return appendOne(dst, name, x.ScheduledTiming), fieldName
+	case "scheduledPeriod":
+		return appendOne(dst, name, x.ScheduledPeriod), fieldName
+	case "scheduledString":
+		return appendOne(dst, name, x.ScheduledString), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "productCodeableConcept":
+		return appendOne(dst, name, x.ProductCodeableConcept), fieldName
+	case "productReference":
+		return appendOne(dst, name, x.ProductReference), fieldName
+	case "dailyAmount":
+		return appendOne(dst, name, x.DailyAmount), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "scheduled":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "scheduledTiming", x.ScheduledTiming)
+		dst = appendOne(dst, "scheduledPeriod", x.ScheduledPeriod)
+		dst = appendOne(dst, "scheduledString", x.ScheduledString)
+		return dst, choiceName
+	case "product":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+		dst = appendOne(dst, "productReference", x.ProductReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CarePlanActivityDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "goal", x.Goal)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "scheduledTiming", x.ScheduledTiming)
+	dst = appendOne(dst, "scheduledPeriod", x.ScheduledPeriod)
+	dst = appendOne(dst, "scheduledString", x.ScheduledString)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+	dst = appendOne(dst, "productReference", x.ProductReference)
+	dst = appendOne(dst, "dailyAmount", x.DailyAmount)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
 }
 
 func (x *CarePlanActivityDetail) elementParts() (*string, *[]Extension) {

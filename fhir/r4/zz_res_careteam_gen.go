@@ -174,6 +174,82 @@ func (x *CareTeam) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "managingOrganization":
+		return appendMany(dst, name, x.ManagingOrganization), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CareTeam) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "CareTeam".
 func (x *CareTeam) ResourceType() string { return "CareTeam" }
 
@@ -302,6 +378,40 @@ func (x *CareTeamParticipant) walk(w *walker) {
 	walkOne(w, "member", x.Member)
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendMany(dst, name, x.Role), fieldName
+	case "member":
+		return appendOne(dst, name, x.Member), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CareTeamParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "role", x.Role)
+	dst = appendOne(dst, "member", x.Member)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *CareTeamParticipant) elementParts() (*string, *[]Extension) {

@@ -178,6 +178,82 @@ func (x *CatalogEntry) walk(w *walker) {
 	walkMany(w, "relatedEntry", x.RelatedEntry)
 }
 
+func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "orderable":
+		return appendOne(dst, name, x.Orderable), fieldName
+	case "referencedItem":
+		return appendOne(dst, name, x.ReferencedItem), fieldName
+	case "additionalIdentifier":
+		return appendMany(dst, name, x.AdditionalIdentifier), fieldName
+	case "classification":
+		return appendMany(dst, name, x.Classification), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "validityPeriod":
+		return appendOne(dst, name, x.ValidityPeriod), fieldName
+	case "validTo":
+		return appendOne(dst, name, x.ValidTo), fieldName
+	case "lastUpdated":
+		return appendOne(dst, name, x.LastUpdated), fieldName
+	case "additionalCharacteristic":
+		return appendMany(dst, name, x.AdditionalCharacteristic), fieldName
+	case "additionalClassification":
+		return appendMany(dst, name, x.AdditionalClassification), fieldName
+	case "relatedEntry":
+		return appendMany(dst, name, x.RelatedEntry), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CatalogEntry) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "orderable", x.Orderable)
+	dst = appendOne(dst, "referencedItem", x.ReferencedItem)
+	dst = appendMany(dst, "additionalIdentifier", x.AdditionalIdentifier)
+	dst = appendMany(dst, "classification", x.Classification)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	dst = appendOne(dst, "validTo", x.ValidTo)
+	dst = appendOne(dst, "lastUpdated", x.LastUpdated)
+	dst = appendMany(dst, "additionalCharacteristic", x.AdditionalCharacteristic)
+	dst = appendMany(dst, "additionalClassification", x.AdditionalClassification)
+	dst = appendMany(dst, "relatedEntry", x.RelatedEntry)
+	return dst, x.ID
+}
+
 // ResourceType returns "CatalogEntry".
 func (x *CatalogEntry) ResourceType() string { return "CatalogEntry" }
 
@@ -298,6 +374,34 @@ func (x *CatalogEntryRelatedEntry) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "relationtype", x.Relationtype)
 	walkOne(w, "item", x.Item)
+}
+
+func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "relationtype":
+		return appendOne(dst, name, x.Relationtype), fieldName
+	case "item":
+		return appendOne(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CatalogEntryRelatedEntry) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "relationtype", x.Relationtype)
+	dst = appendOne(dst, "item", x.Item)
+	return dst, x.ID
 }
 
 func (x *CatalogEntryRelatedEntry) elementParts() (*string, *[]Extension) {

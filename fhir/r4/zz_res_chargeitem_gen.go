@@ -280,6 +280,145 @@ func (x *ChargeItem) walk(w *walker) {
 	walkMany(w, "supportingInformation", x.SupportingInformation)
 }
 
+func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "definitionUri":
+		return appendMany(dst, name, x.DefinitionURI), fieldName
+	case "definitionCanonical":
+		return appendMany(dst, name, x.DefinitionCanonical), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "performingOrganization":
+		return appendOne(dst, name, x.PerformingOrganization), fieldName
+	case "requestingOrganization":
+		return appendOne(dst, name, x.RequestingOrganization), fieldName
+	case "costCenter":
+		return appendOne(dst, name, x.CostCenter), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "bodysite":
+		return appendMany(dst, name, x.Bodysite), fieldName
+	case "factorOverride":
+		return appendOne(dst, name, x.FactorOverride), fieldName
+	case "priceOverride":
+		return appendOne(dst, name, x.PriceOverride), fieldName
+	case "overrideReason":
+		return appendOne(dst, name, x.OverrideReason), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "enteredDate":
+		return appendOne(dst, name, x.EnteredDate), fieldName
+	case "reason":
+		return appendMany(dst, name, x.Reason), fieldName
+	case "service":
+		return appendMany(dst, name, x.Service), fieldName
+	case "productReference":
+		return appendOne(dst, name, x.ProductReference), fieldName
+	case "productCodeableConcept":
+		return appendOne(dst, name, x.ProductCodeableConcept), fieldName
+	case "account":
+		return appendMany(dst, name, x.Account), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "supportingInformation":
+		return appendMany(dst, name, x.SupportingInformation), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	case "product":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "productReference", x.ProductReference)
+		dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ChargeItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "definitionUri", x.DefinitionURI)
+	dst = appendMany(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "performingOrganization", x.PerformingOrganization)
+	dst = appendOne(dst, "requestingOrganization", x.RequestingOrganization)
+	dst = appendOne(dst, "costCenter", x.CostCenter)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "bodysite", x.Bodysite)
+	dst = appendOne(dst, "factorOverride", x.FactorOverride)
+	dst = appendOne(dst, "priceOverride", x.PriceOverride)
+	dst = appendOne(dst, "overrideReason", x.OverrideReason)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "enteredDate", x.EnteredDate)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "service", x.Service)
+	dst = appendOne(dst, "productReference", x.ProductReference)
+	dst = appendOne(dst, "productCodeableConcept", x.ProductCodeableConcept)
+	dst = appendMany(dst, "account", x.Account)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	return dst, x.ID
+}
+
 // ResourceType returns "ChargeItem".
 func (x *ChargeItem) ResourceType() string { return "ChargeItem" }
 
@@ -417,6 +556,34 @@ func (x *ChargeItemPerformer) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "function", x.Function)
 	walkOne(w, "actor", x.Actor)
+}
+
+func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ChargeItemPerformer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst, x.ID
 }
 
 func (x *ChargeItemPerformer) elementParts() (*string, *[]Extension) {

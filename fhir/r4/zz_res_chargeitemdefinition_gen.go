@@ -258,6 +258,112 @@ func (x *ChargeItemDefinition) walk(w *walker) {
 	walkMany(w, "propertyGroup", x.PropertyGroup)
 }
 
+func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "derivedFromUri":
+		return appendMany(dst, name, x.DerivedFromURI), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "instance":
+		return appendMany(dst, name, x.Instance), fieldName
+	case "applicability":
+		return appendMany(dst, name, x.Applicability), fieldName
+	case "propertyGroup":
+		return appendMany(dst, name, x.PropertyGroup), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ChargeItemDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "derivedFromUri", x.DerivedFromURI)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "instance", x.Instance)
+	dst = appendMany(dst, "applicability", x.Applicability)
+	dst = appendMany(dst, "propertyGroup", x.PropertyGroup)
+	return dst, x.ID
+}
+
 // ResourceType returns "ChargeItemDefinition".
 func (x *ChargeItemDefinition) ResourceType() string { return "ChargeItemDefinition" }
 
@@ -410,6 +516,37 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ChargeItemDefinitionApplicability) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
+}
+
 func (x *ChargeItemDefinitionApplicability) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -507,6 +644,34 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "applicability", x.Applicability)
 	walkMany(w, "priceComponent", x.PriceComponent)
+}
+
+func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "applicability":
+		return appendMany(dst, name, x.Applicability), fieldName
+	case "priceComponent":
+		return appendMany(dst, name, x.PriceComponent), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ChargeItemDefinitionPropertyGroup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "applicability", x.Applicability)
+	dst = appendMany(dst, "priceComponent", x.PriceComponent)
+	return dst, x.ID
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) elementParts() (*string, *[]Extension) {
@@ -618,6 +783,40 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) elementParts() (*string, *[]Extension) {

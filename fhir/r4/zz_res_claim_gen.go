@@ -260,6 +260,124 @@ func (x *Claim) walk(w *walker) {
 	walkOne(w, "total", x.Total)
 }
 
+func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "billablePeriod":
+		return appendOne(dst, name, x.BillablePeriod), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "fundsReserve":
+		return appendOne(dst, name, x.FundsReserve), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	case "prescription":
+		return appendOne(dst, name, x.Prescription), fieldName
+	case "originalPrescription":
+		return appendOne(dst, name, x.OriginalPrescription), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "referral":
+		return appendOne(dst, name, x.Referral), fieldName
+	case "facility":
+		return appendOne(dst, name, x.Facility), fieldName
+	case "careTeam":
+		return appendMany(dst, name, x.CareTeam), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "procedure":
+		return appendMany(dst, name, x.Procedure), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "accident":
+		return appendOne(dst, name, x.Accident), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "total":
+		return appendOne(dst, name, x.Total), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Claim) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "billablePeriod", x.BillablePeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "fundsReserve", x.FundsReserve)
+	dst = appendMany(dst, "related", x.Related)
+	dst = appendOne(dst, "prescription", x.Prescription)
+	dst = appendOne(dst, "originalPrescription", x.OriginalPrescription)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "referral", x.Referral)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendMany(dst, "careTeam", x.CareTeam)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "procedure", x.Procedure)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendOne(dst, "accident", x.Accident)
+	dst = appendMany(dst, "item", x.Item)
+	dst = appendOne(dst, "total", x.Total)
+	return dst, x.ID
+}
+
 // ResourceType returns "Claim".
 func (x *Claim) ResourceType() string { return "Claim" }
 
@@ -399,6 +517,37 @@ func (x *ClaimRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "claim":
+		return appendOne(dst, name, x.Claim), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimRelated) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "claim", x.Claim)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst, x.ID
+}
+
 func (x *ClaimRelated) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -493,6 +642,34 @@ func (x *ClaimPayee) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
+}
+
+func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimPayee) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "party", x.Party)
+	return dst, x.ID
 }
 
 func (x *ClaimPayee) elementParts() (*string, *[]Extension) {
@@ -610,6 +787,43 @@ func (x *ClaimCareTeam) walk(w *walker) {
 	walkOne(w, "responsible", x.Responsible)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
+}
+
+func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "qualification":
+		return appendOne(dst, name, x.Qualification), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimCareTeam) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "qualification", x.Qualification)
+	return dst, x.ID
 }
 
 func (x *ClaimCareTeam) elementParts() (*string, *[]Extension) {
@@ -774,6 +988,78 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
+func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "timingDate":
+		return appendOne(dst, name, x.TimingDate), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDate", x.TimingDate)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		return dst, choiceName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimSupportingInfo) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "timingDate", x.TimingDate)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "reason", x.Reason)
+	return dst, x.ID
+}
+
 func (x *ClaimSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -908,6 +1194,53 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "diagnosisCodeableConcept":
+		return appendOne(dst, name, x.DiagnosisCodeableConcept), fieldName
+	case "diagnosisReference":
+		return appendOne(dst, name, x.DiagnosisReference), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "onAdmission":
+		return appendOne(dst, name, x.OnAdmission), fieldName
+	case "packageCode":
+		return appendOne(dst, name, x.PackageCode), fieldName
+	case "diagnosis":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+		dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimDiagnosis) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "onAdmission", x.OnAdmission)
+	dst = appendOne(dst, "packageCode", x.PackageCode)
+	return dst, x.ID
+}
+
 func (x *ClaimDiagnosis) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1034,6 +1367,53 @@ func (x *ClaimProcedure) walk(w *walker) {
 	walkOne(w, "procedureCodeableConcept", x.ProcedureCodeableConcept)
 	walkOne(w, "procedureReference", x.ProcedureReference)
 	walkMany(w, "udi", x.Udi)
+}
+
+func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "procedureCodeableConcept":
+		return appendOne(dst, name, x.ProcedureCodeableConcept), fieldName
+	case "procedureReference":
+		return appendOne(dst, name, x.ProcedureReference), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "procedure":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+		dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimProcedure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+	dst = appendMany(dst, "udi", x.Udi)
+	return dst, x.ID
 }
 
 func (x *ClaimProcedure) elementParts() (*string, *[]Extension) {
@@ -1175,6 +1555,49 @@ func (x *ClaimInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "focal":
+		return appendOne(dst, name, x.Focal), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "businessArrangement":
+		return appendOne(dst, name, x.BusinessArrangement), fieldName
+	case "preAuthRef":
+		return appendMany(dst, name, x.PreAuthRef), fieldName
+	case "claimResponse":
+		return appendOne(dst, name, x.ClaimResponse), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimInsurance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
+	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
+	return dst, x.ID
+}
+
 func (x *ClaimInsurance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1291,6 +1714,47 @@ func (x *ClaimAccident) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
+}
+
+func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimAccident) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	return dst, x.ID
 }
 
 func (x *ClaimAccident) elementParts() (*string, *[]Extension) {
@@ -1537,6 +2001,115 @@ func (x *ClaimItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "careTeamSequence":
+		return appendMany(dst, name, x.CareTeamSequence), fieldName
+	case "diagnosisSequence":
+		return appendMany(dst, name, x.DiagnosisSequence), fieldName
+	case "procedureSequence":
+		return appendMany(dst, name, x.ProcedureSequence), fieldName
+	case "informationSequence":
+		return appendMany(dst, name, x.InformationSequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "encounter":
+		return appendMany(dst, name, x.Encounter), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "careTeamSequence", x.CareTeamSequence)
+	dst = appendMany(dst, "diagnosisSequence", x.DiagnosisSequence)
+	dst = appendMany(dst, "procedureSequence", x.ProcedureSequence)
+	dst = appendMany(dst, "informationSequence", x.InformationSequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *ClaimItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1725,6 +2298,64 @@ func (x *ClaimItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimItemDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst, x.ID
+}
+
 func (x *ClaimItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1888,6 +2519,61 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "net", x.Net)
 	walkMany(w, "udi", x.Udi)
+}
+
+func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	return dst, x.ID
 }
 
 func (x *ClaimItemDetailSubDetail) elementParts() (*string, *[]Extension) {

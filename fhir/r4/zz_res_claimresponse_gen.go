@@ -266,6 +266,124 @@ func (x *ClaimResponse) walk(w *walker) {
 	walkMany(w, "error", x.Error)
 }
 
+func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "requestor":
+		return appendOne(dst, name, x.Requestor), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "preAuthRef":
+		return appendOne(dst, name, x.PreAuthRef), fieldName
+	case "preAuthPeriod":
+		return appendOne(dst, name, x.PreAuthPeriod), fieldName
+	case "payeeType":
+		return appendOne(dst, name, x.PayeeType), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "addItem":
+		return appendMany(dst, name, x.AddItem), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "total":
+		return appendMany(dst, name, x.Total), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "fundsReserve":
+		return appendOne(dst, name, x.FundsReserve), fieldName
+	case "formCode":
+		return appendOne(dst, name, x.FormCode), fieldName
+	case "form":
+		return appendOne(dst, name, x.Form), fieldName
+	case "processNote":
+		return appendMany(dst, name, x.ProcessNote), fieldName
+	case "communicationRequest":
+		return appendMany(dst, name, x.CommunicationRequest), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "error":
+		return appendMany(dst, name, x.Error), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendOne(dst, "preAuthPeriod", x.PreAuthPeriod)
+	dst = appendOne(dst, "payeeType", x.PayeeType)
+	dst = appendMany(dst, "item", x.Item)
+	dst = appendMany(dst, "addItem", x.AddItem)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "total", x.Total)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "fundsReserve", x.FundsReserve)
+	dst = appendOne(dst, "formCode", x.FormCode)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendMany(dst, "processNote", x.ProcessNote)
+	dst = appendMany(dst, "communicationRequest", x.CommunicationRequest)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "error", x.Error)
+	return dst, x.ID
+}
+
 // ResourceType returns "ClaimResponse".
 func (x *ClaimResponse) ResourceType() string { return "ClaimResponse" }
 
@@ -418,6 +536,40 @@ func (x *ClaimResponseItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemSequence":
+		return appendOne(dst, name, x.ItemSequence), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemSequence", x.ItemSequence)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *ClaimResponseItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -529,6 +681,40 @@ func (x *ClaimResponseItemAdjudication) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseItemAdjudication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *ClaimResponseItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -645,6 +831,40 @@ func (x *ClaimResponseItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "detailSequence":
+		return appendOne(dst, name, x.DetailSequence), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseItemDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "detailSequence", x.DetailSequence)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst, x.ID
+}
+
 func (x *ClaimResponseItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -752,6 +972,37 @@ func (x *ClaimResponseItemDetailSubDetail) walk(w *walker) {
 	walkOne(w, "subDetailSequence", x.SubDetailSequence)
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
+}
+
+func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subDetailSequence":
+		return appendOne(dst, name, x.SubDetailSequence), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst, x.ID
 }
 
 func (x *ClaimResponseItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -978,6 +1229,106 @@ func (x *ClaimResponseAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemSequence":
+		return appendMany(dst, name, x.ItemSequence), fieldName
+	case "detailSequence":
+		return appendMany(dst, name, x.DetailSequence), fieldName
+	case "subdetailSequence":
+		return appendMany(dst, name, x.SubdetailSequence), fieldName
+	case "provider":
+		return appendMany(dst, name, x.Provider), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseAddItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "itemSequence", x.ItemSequence)
+	dst = appendMany(dst, "detailSequence", x.DetailSequence)
+	dst = appendMany(dst, "subdetailSequence", x.SubdetailSequence)
+	dst = appendMany(dst, "provider", x.Provider)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *ClaimResponseAddItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1144,6 +1495,55 @@ func (x *ClaimResponseAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseAddItemDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst, x.ID
+}
+
 func (x *ClaimResponseAddItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1288,6 +1688,52 @@ func (x *ClaimResponseAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseAddItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst, x.ID
+}
+
 func (x *ClaimResponseAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1389,6 +1835,34 @@ func (x *ClaimResponseTotal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "category", x.Category)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseTotal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
 }
 
 func (x *ClaimResponseTotal) elementParts() (*string, *[]Extension) {
@@ -1512,6 +1986,46 @@ func (x *ClaimResponsePayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
+func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "adjustment":
+		return appendOne(dst, name, x.Adjustment), fieldName
+	case "adjustmentReason":
+		return appendOne(dst, name, x.AdjustmentReason), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponsePayment) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "adjustment", x.Adjustment)
+	dst = appendOne(dst, "adjustmentReason", x.AdjustmentReason)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	return dst, x.ID
+}
+
 func (x *ClaimResponsePayment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1628,6 +2142,40 @@ func (x *ClaimResponseProcessNote) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseProcessNote) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "language", x.Language)
+	return dst, x.ID
 }
 
 func (x *ClaimResponseProcessNote) elementParts() (*string, *[]Extension) {
@@ -1754,6 +2302,43 @@ func (x *ClaimResponseInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "focal":
+		return appendOne(dst, name, x.Focal), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "businessArrangement":
+		return appendOne(dst, name, x.BusinessArrangement), fieldName
+	case "claimResponse":
+		return appendOne(dst, name, x.ClaimResponse), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseInsurance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
+	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
+	return dst, x.ID
+}
+
 func (x *ClaimResponseInsurance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1871,6 +2456,40 @@ func (x *ClaimResponseError) walk(w *walker) {
 	walkOne(w, "detailSequence", x.DetailSequence)
 	walkOne(w, "subDetailSequence", x.SubDetailSequence)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemSequence":
+		return appendOne(dst, name, x.ItemSequence), fieldName
+	case "detailSequence":
+		return appendOne(dst, name, x.DetailSequence), fieldName
+	case "subDetailSequence":
+		return appendOne(dst, name, x.SubDetailSequence), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClaimResponseError) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemSequence", x.ItemSequence)
+	dst = appendOne(dst, "detailSequence", x.DetailSequence)
+	dst = appendOne(dst, "subDetailSequence", x.SubDetailSequence)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *ClaimResponseError) elementParts() (*string, *[]Extension) {

@@ -230,6 +230,113 @@ func (x *ClinicalImpression) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "assessor":
+		return appendOne(dst, name, x.Assessor), fieldName
+	case "previous":
+		return appendOne(dst, name, x.Previous), fieldName
+	case "problem":
+		return appendMany(dst, name, x.Problem), fieldName
+	case "investigation":
+		return appendMany(dst, name, x.Investigation), fieldName
+	case "protocol":
+		return appendMany(dst, name, x.Protocol), fieldName
+	case "summary":
+		return appendOne(dst, name, x.Summary), fieldName
+	case "finding":
+		return appendMany(dst, name, x.Finding), fieldName
+	case "prognosisCodeableConcept":
+		return appendMany(dst, name, x.PrognosisCodeableConcept), fieldName
+	case "prognosisReference":
+		return appendMany(dst, name, x.PrognosisReference), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ClinicalImpression) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "assessor", x.Assessor)
+	dst = appendOne(dst, "previous", x.Previous)
+	dst = appendMany(dst, "problem", x.Problem)
+	dst = appendMany(dst, "investigation", x.Investigation)
+	dst = appendMany(dst, "protocol", x.Protocol)
+	dst = appendOne(dst, "summary", x.Summary)
+	dst = appendMany(dst, "finding", x.Finding)
+	dst = appendMany(dst, "prognosisCodeableConcept", x.PrognosisCodeableConcept)
+	dst = appendMany(dst, "prognosisReference", x.PrognosisReference)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "ClinicalImpression".
 func (x *ClinicalImpression) ResourceType() string { return "ClinicalImpression" }
 
@@ -360,6 +467,34 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClinicalImpressionInvestigation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
+}
+
 func (x *ClinicalImpressionInvestigation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -461,6 +596,37 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 	walkOne(w, "itemReference", x.ItemReference)
 	walkOne(w, "basis", x.Basis)
+}
+
+func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "basis":
+		return appendOne(dst, name, x.Basis), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ClinicalImpressionFinding) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "basis", x.Basis)
+	return dst, x.ID
 }
 
 func (x *ClinicalImpressionFinding) elementParts() (*string, *[]Extension) {

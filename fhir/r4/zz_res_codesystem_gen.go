@@ -286,6 +286,121 @@ func (x *CodeSystem) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "caseSensitive":
+		return appendOne(dst, name, x.CaseSensitive), fieldName
+	case "valueSet":
+		return appendOne(dst, name, x.ValueSet), fieldName
+	case "hierarchyMeaning":
+		return appendOne(dst, name, x.HierarchyMeaning), fieldName
+	case "compositional":
+		return appendOne(dst, name, x.Compositional), fieldName
+	case "versionNeeded":
+		return appendOne(dst, name, x.VersionNeeded), fieldName
+	case "content":
+		return appendOne(dst, name, x.Content), fieldName
+	case "supplements":
+		return appendOne(dst, name, x.Supplements), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "filter":
+		return appendMany(dst, name, x.Filter), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "concept":
+		return appendMany(dst, name, x.Concept), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeSystem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "caseSensitive", x.CaseSensitive)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	dst = appendOne(dst, "hierarchyMeaning", x.HierarchyMeaning)
+	dst = appendOne(dst, "compositional", x.Compositional)
+	dst = appendOne(dst, "versionNeeded", x.VersionNeeded)
+	dst = appendOne(dst, "content", x.Content)
+	dst = appendOne(dst, "supplements", x.Supplements)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendMany(dst, "filter", x.Filter)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendMany(dst, "concept", x.Concept)
+	return dst, x.ID
+}
+
 // ResourceType returns "CodeSystem".
 func (x *CodeSystem) ResourceType() string { return "CodeSystem" }
 
@@ -454,6 +569,40 @@ func (x *CodeSystemFilter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "operator":
+		return appendMany(dst, name, x.Operator), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeSystemFilter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "operator", x.Operator)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
+}
+
 func (x *CodeSystemFilter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -573,6 +722,40 @@ func (x *CodeSystemProperty) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeSystemProperty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
 }
 
 func (x *CodeSystemProperty) elementParts() (*string, *[]Extension) {
@@ -706,6 +889,46 @@ func (x *CodeSystemConcept) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "designation":
+		return appendMany(dst, name, x.Designation), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "concept":
+		return appendMany(dst, name, x.Concept), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeSystemConcept) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendMany(dst, "designation", x.Designation)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendMany(dst, "concept", x.Concept)
+	return dst, x.ID
+}
+
 func (x *CodeSystemConcept) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -816,6 +1039,37 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeSystemConceptDesignation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *CodeSystemConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -964,6 +1218,64 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 	walkOne(w, "valueDecimal", x.ValueDecimal)
+}
+
+func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CodeSystemConceptProperty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	return dst, x.ID
 }
 
 func (x *CodeSystemConceptProperty) elementParts() (*string, *[]Extension) {

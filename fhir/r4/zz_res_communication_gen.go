@@ -242,6 +242,112 @@ func (x *Communication) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "inResponseTo":
+		return appendMany(dst, name, x.InResponseTo), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "medium":
+		return appendMany(dst, name, x.Medium), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "topic":
+		return appendOne(dst, name, x.Topic), fieldName
+	case "about":
+		return appendMany(dst, name, x.About), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "sent":
+		return appendOne(dst, name, x.Sent), fieldName
+	case "received":
+		return appendOne(dst, name, x.Received), fieldName
+	case "recipient":
+		return appendMany(dst, name, x.Recipient), fieldName
+	case "sender":
+		return appendOne(dst, name, x.Sender), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "payload":
+		return appendMany(dst, name, x.Payload), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Communication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "inResponseTo", x.InResponseTo)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "medium", x.Medium)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "topic", x.Topic)
+	dst = appendMany(dst, "about", x.About)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "sent", x.Sent)
+	dst = appendOne(dst, "received", x.Received)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "sender", x.Sender)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "payload", x.Payload)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "Communication".
 func (x *Communication) ResourceType() string { return "Communication" }
 
@@ -380,6 +486,45 @@ func (x *CommunicationPayload) walk(w *walker) {
 	walkOne(w, "contentString", x.ContentString)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentString":
+		return appendOne(dst, name, x.ContentString), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentString", x.ContentString)
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CommunicationPayload) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentString", x.ContentString)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst, x.ID
 }
 
 func (x *CommunicationPayload) elementParts() (*string, *[]Extension) {

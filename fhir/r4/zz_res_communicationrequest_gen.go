@@ -240,6 +240,119 @@ func (x *CommunicationRequest) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "medium":
+		return appendMany(dst, name, x.Medium), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "about":
+		return appendMany(dst, name, x.About), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "payload":
+		return appendMany(dst, name, x.Payload), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "recipient":
+		return appendMany(dst, name, x.Recipient), fieldName
+	case "sender":
+		return appendOne(dst, name, x.Sender), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CommunicationRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendMany(dst, "medium", x.Medium)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "about", x.About)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "payload", x.Payload)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "sender", x.Sender)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "CommunicationRequest".
 func (x *CommunicationRequest) ResourceType() string { return "CommunicationRequest" }
 
@@ -377,6 +490,45 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 	walkOne(w, "contentString", x.ContentString)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentString":
+		return appendOne(dst, name, x.ContentString), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentString", x.ContentString)
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CommunicationRequestPayload) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentString", x.ContentString)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst, x.ID
 }
 
 func (x *CommunicationRequestPayload) elementParts() (*string, *[]Extension) {

@@ -198,6 +198,85 @@ func (x *CompartmentDefinition) walk(w *walker) {
 	walkMany(w, "resource", x.Resource)
 }
 
+func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "search":
+		return appendOne(dst, name, x.Search), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CompartmentDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "search", x.Search)
+	dst = appendMany(dst, "resource", x.Resource)
+	return dst, x.ID
+}
+
 // ResourceType returns "CompartmentDefinition".
 func (x *CompartmentDefinition) ResourceType() string { return "CompartmentDefinition" }
 
@@ -336,6 +415,37 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkMany(w, "param", x.Param)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "param":
+		return appendMany(dst, name, x.Param), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CompartmentDefinitionResource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "param", x.Param)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
 }
 
 func (x *CompartmentDefinitionResource) elementParts() (*string, *[]Extension) {

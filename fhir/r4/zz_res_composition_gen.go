@@ -190,6 +190,88 @@ func (x *Composition) walk(w *walker) {
 	walkMany(w, "section", x.Section)
 }
 
+func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "confidentiality":
+		return appendOne(dst, name, x.Confidentiality), fieldName
+	case "attester":
+		return appendMany(dst, name, x.Attester), fieldName
+	case "custodian":
+		return appendOne(dst, name, x.Custodian), fieldName
+	case "relatesTo":
+		return appendMany(dst, name, x.RelatesTo), fieldName
+	case "event":
+		return appendMany(dst, name, x.Event), fieldName
+	case "section":
+		return appendMany(dst, name, x.Section), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Composition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "confidentiality", x.Confidentiality)
+	dst = appendMany(dst, "attester", x.Attester)
+	dst = appendOne(dst, "custodian", x.Custodian)
+	dst = appendMany(dst, "relatesTo", x.RelatesTo)
+	dst = appendMany(dst, "event", x.Event)
+	dst = appendMany(dst, "section", x.Section)
+	return dst, x.ID
+}
+
 // ResourceType returns "Composition".
 func (x *Composition) ResourceType() string { return "Composition" }
 
@@ -322,6 +404,37 @@ func (x *CompositionAttester) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
+func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "time":
+		return appendOne(dst, name, x.Time), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CompositionAttester) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "time", x.Time)
+	dst = appendOne(dst, "party", x.Party)
+	return dst, x.ID
+}
+
 func (x *CompositionAttester) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -428,6 +541,44 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 	walkOne(w, "targetReference", x.TargetReference)
 }
 
+func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "targetIdentifier":
+		return appendOne(dst, name, x.TargetIdentifier), fieldName
+	case "targetReference":
+		return appendOne(dst, name, x.TargetReference), fieldName
+	case "target":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "targetIdentifier", x.TargetIdentifier)
+		dst = appendOne(dst, "targetReference", x.TargetReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CompositionRelatesTo) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "targetIdentifier", x.TargetIdentifier)
+	dst = appendOne(dst, "targetReference", x.TargetReference)
+	return dst, x.ID
+}
+
 func (x *CompositionRelatesTo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -529,6 +680,37 @@ func (x *CompositionEvent) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 	walkOne(w, "period", x.Period)
 	walkMany(w, "detail", x.Detail)
+}
+
+func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CompositionEvent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
 }
 
 func (x *CompositionEvent) elementParts() (*string, *[]Extension) {
@@ -677,6 +859,58 @@ func (x *CompositionSection) walk(w *walker) {
 	walkMany(w, "entry", x.Entry)
 	walkOne(w, "emptyReason", x.EmptyReason)
 	walkMany(w, "section", x.Section)
+}
+
+func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "focus":
+		return appendOne(dst, name, x.Focus), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "orderedBy":
+		return appendOne(dst, name, x.OrderedBy), fieldName
+	case "entry":
+		return appendMany(dst, name, x.Entry), fieldName
+	case "emptyReason":
+		return appendOne(dst, name, x.EmptyReason), fieldName
+	case "section":
+		return appendMany(dst, name, x.Section), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CompositionSection) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "focus", x.Focus)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "orderedBy", x.OrderedBy)
+	dst = appendMany(dst, "entry", x.Entry)
+	dst = appendOne(dst, "emptyReason", x.EmptyReason)
+	dst = appendMany(dst, "section", x.Section)
+	return dst, x.ID
 }
 
 func (x *CompositionSection) elementParts() (*string, *[]Extension) {

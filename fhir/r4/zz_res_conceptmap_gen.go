@@ -242,6 +242,117 @@ func (x *ConceptMap) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "sourceUri":
+		return appendOne(dst, name, x.SourceURI), fieldName
+	case "sourceCanonical":
+		return appendOne(dst, name, x.SourceCanonical), fieldName
+	case "targetUri":
+		return appendOne(dst, name, x.TargetURI), fieldName
+	case "targetCanonical":
+		return appendOne(dst, name, x.TargetCanonical), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "source":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "sourceUri", x.SourceURI)
+		dst = appendOne(dst, "sourceCanonical", x.SourceCanonical)
+		return dst, choiceName
+	case "target":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "targetUri", x.TargetURI)
+		dst = appendOne(dst, "targetCanonical", x.TargetCanonical)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ConceptMap) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "sourceUri", x.SourceURI)
+	dst = appendOne(dst, "sourceCanonical", x.SourceCanonical)
+	dst = appendOne(dst, "targetUri", x.TargetURI)
+	dst = appendOne(dst, "targetCanonical", x.TargetCanonical)
+	dst = appendMany(dst, "group", x.Group)
+	return dst, x.ID
+}
+
 // ResourceType returns "ConceptMap".
 func (x *ConceptMap) ResourceType() string { return "ConceptMap" }
 
@@ -412,6 +523,46 @@ func (x *ConceptMapGroup) walk(w *walker) {
 	walkOne(w, "unmapped", x.Unmapped)
 }
 
+func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "sourceVersion":
+		return appendOne(dst, name, x.SourceVersion), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	case "targetVersion":
+		return appendOne(dst, name, x.TargetVersion), fieldName
+	case "element":
+		return appendMany(dst, name, x.Element), fieldName
+	case "unmapped":
+		return appendOne(dst, name, x.Unmapped), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConceptMapGroup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "sourceVersion", x.SourceVersion)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "targetVersion", x.TargetVersion)
+	dst = appendMany(dst, "element", x.Element)
+	dst = appendOne(dst, "unmapped", x.Unmapped)
+	return dst, x.ID
+}
+
 func (x *ConceptMapGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -523,6 +674,37 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "display", x.Display)
 	walkMany(w, "target", x.Target)
+}
+
+func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConceptMapGroupElement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendMany(dst, "target", x.Target)
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroupElement) elementParts() (*string, *[]Extension) {
@@ -655,6 +837,46 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 	walkMany(w, "product", x.Product)
 }
 
+func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "equivalence":
+		return appendOne(dst, name, x.Equivalence), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "dependsOn":
+		return appendMany(dst, name, x.DependsOn), fieldName
+	case "product":
+		return appendMany(dst, name, x.Product), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConceptMapGroupElementTarget) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "equivalence", x.Equivalence)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "dependsOn", x.DependsOn)
+	dst = appendMany(dst, "product", x.Product)
+	return dst, x.ID
+}
+
 func (x *ConceptMapGroupElementTarget) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -778,6 +1000,40 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "property":
+		return appendOne(dst, name, x.Property), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConceptMapGroupElementTargetDependsOn) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "property", x.Property)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "display", x.Display)
+	return dst, x.ID
+}
+
 func (x *ConceptMapGroupElementTargetDependsOn) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -897,6 +1153,40 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "display", x.Display)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConceptMapGroupUnmapped) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendOne(dst, "url", x.URL)
+	return dst, x.ID
 }
 
 func (x *ConceptMapGroupUnmapped) elementParts() (*string, *[]Extension) {

@@ -252,6 +252,138 @@ func (x *Condition) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "clinicalStatus":
+		return appendOne(dst, name, x.ClinicalStatus), fieldName
+	case "verificationStatus":
+		return appendOne(dst, name, x.VerificationStatus), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "bodySite":
+		return appendMany(dst, name, x.BodySite), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "onsetDateTime":
+		return appendOne(dst, name, x.OnsetDateTime), fieldName
+	case "onsetAge":
+		return appendOne(dst, name, x.OnsetAge), fieldName
+	case "onsetPeriod":
+		return appendOne(dst, name, x.OnsetPeriod), fieldName
+	case "onsetRange":
+		return appendOne(dst, name, x.OnsetRange), fieldName
+	case "onsetString":
+		return appendOne(dst, name, x.OnsetString), fieldName
+	case "abatementDateTime":
+		return appendOne(dst, name, x.AbatementDateTime), fieldName
+	case "abatementAge":
+		return appendOne(dst, name, x.AbatementAge), fieldName
+	case "abatementPeriod":
+		return appendOne(dst, name, x.AbatementPeriod), fieldName
+	case "abatementRange":
+		return appendOne(dst, name, x.AbatementRange), fieldName
+	case "abatementString":
+		return appendOne(dst, name, x.AbatementString), fieldName
+	case "recordedDate":
+		return appendOne(dst, name, x.RecordedDate), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "asserter":
+		return appendOne(dst, name, x.Asserter), fieldName
+	case "stage":
+		return appendMany(dst, name, x.Stage), fieldName
+	case "evidence":
+		return appendMany(dst, name, x.Evidence), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "onset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+		dst = appendOne(dst, "onsetAge", x.OnsetAge)
+		dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+		dst = appendOne(dst, "onsetRange", x.OnsetRange)
+		dst = appendOne(dst, "onsetString", x.OnsetString)
+		return dst, choiceName
+	case "abatement":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "abatementDateTime", x.AbatementDateTime)
+		dst = appendOne(dst, "abatementAge", x.AbatementAge)
+		dst = appendOne(dst, "abatementPeriod", x.AbatementPeriod)
+		dst = appendOne(dst, "abatementRange", x.AbatementRange)
+		dst = appendOne(dst, "abatementString", x.AbatementString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Condition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "clinicalStatus", x.ClinicalStatus)
+	dst = appendOne(dst, "verificationStatus", x.VerificationStatus)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "onsetDateTime", x.OnsetDateTime)
+	dst = appendOne(dst, "onsetAge", x.OnsetAge)
+	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+	dst = appendOne(dst, "onsetRange", x.OnsetRange)
+	dst = appendOne(dst, "onsetString", x.OnsetString)
+	dst = appendOne(dst, "abatementDateTime", x.AbatementDateTime)
+	dst = appendOne(dst, "abatementAge", x.AbatementAge)
+	dst = appendOne(dst, "abatementPeriod", x.AbatementPeriod)
+	dst = appendOne(dst, "abatementRange", x.AbatementRange)
+	dst = appendOne(dst, "abatementString", x.AbatementString)
+	dst = appendOne(dst, "recordedDate", x.RecordedDate)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendOne(dst, "asserter", x.Asserter)
+	dst = appendMany(dst, "stage", x.Stage)
+	dst = appendMany(dst, "evidence", x.Evidence)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "Condition".
 func (x *Condition) ResourceType() string { return "Condition" }
 
@@ -391,6 +523,37 @@ func (x *ConditionStage) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "summary":
+		return appendOne(dst, name, x.Summary), fieldName
+	case "assessment":
+		return appendMany(dst, name, x.Assessment), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConditionStage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "summary", x.Summary)
+	dst = appendMany(dst, "assessment", x.Assessment)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
+}
+
 func (x *ConditionStage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -485,6 +648,34 @@ func (x *ConditionEvidence) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "code", x.Code)
 	walkMany(w, "detail", x.Detail)
+}
+
+func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConditionEvidence) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
 }
 
 func (x *ConditionEvidence) elementParts() (*string, *[]Extension) {

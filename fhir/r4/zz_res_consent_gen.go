@@ -180,6 +180,92 @@ func (x *Consent) walk(w *walker) {
 	walkOne(w, "provision", x.Provision)
 }
 
+func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "dateTime":
+		return appendOne(dst, name, x.DateTime), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "organization":
+		return appendMany(dst, name, x.Organization), fieldName
+	case "sourceAttachment":
+		return appendOne(dst, name, x.SourceAttachment), fieldName
+	case "sourceReference":
+		return appendOne(dst, name, x.SourceReference), fieldName
+	case "policy":
+		return appendMany(dst, name, x.Policy), fieldName
+	case "policyRule":
+		return appendOne(dst, name, x.PolicyRule), fieldName
+	case "verification":
+		return appendMany(dst, name, x.Verification), fieldName
+	case "provision":
+		return appendOne(dst, name, x.Provision), fieldName
+	case "source":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "sourceAttachment", x.SourceAttachment)
+		dst = appendOne(dst, "sourceReference", x.SourceReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Consent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "scope", x.Scope)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "dateTime", x.DateTime)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "organization", x.Organization)
+	dst = appendOne(dst, "sourceAttachment", x.SourceAttachment)
+	dst = appendOne(dst, "sourceReference", x.SourceReference)
+	dst = appendMany(dst, "policy", x.Policy)
+	dst = appendOne(dst, "policyRule", x.PolicyRule)
+	dst = appendMany(dst, "verification", x.Verification)
+	dst = appendOne(dst, "provision", x.Provision)
+	return dst, x.ID
+}
+
 // ResourceType returns "Consent".
 func (x *Consent) ResourceType() string { return "Consent" }
 
@@ -303,6 +389,34 @@ func (x *ConsentPolicy) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 }
 
+func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "authority":
+		return appendOne(dst, name, x.Authority), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConsentPolicy) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendOne(dst, "uri", x.URI)
+	return dst, x.ID
+}
+
 func (x *ConsentPolicy) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -408,6 +522,37 @@ func (x *ConsentVerification) walk(w *walker) {
 	walkOne(w, "verified", x.Verified)
 	walkOne(w, "verifiedWith", x.VerifiedWith)
 	walkOne(w, "verificationDate", x.VerificationDate)
+}
+
+func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "verified":
+		return appendOne(dst, name, x.Verified), fieldName
+	case "verifiedWith":
+		return appendOne(dst, name, x.VerifiedWith), fieldName
+	case "verificationDate":
+		return appendOne(dst, name, x.VerificationDate), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConsentVerification) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "verified", x.Verified)
+	dst = appendOne(dst, "verifiedWith", x.VerifiedWith)
+	dst = appendOne(dst, "verificationDate", x.VerificationDate)
+	return dst, x.ID
 }
 
 func (x *ConsentVerification) elementParts() (*string, *[]Extension) {
@@ -564,6 +709,61 @@ func (x *ConsentProvision) walk(w *walker) {
 	walkMany(w, "provision", x.Provision)
 }
 
+func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "actor":
+		return appendMany(dst, name, x.Actor), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "securityLabel":
+		return appendMany(dst, name, x.SecurityLabel), fieldName
+	case "purpose":
+		return appendMany(dst, name, x.Purpose), fieldName
+	case "class":
+		return appendMany(dst, name, x.Class), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "dataPeriod":
+		return appendOne(dst, name, x.DataPeriod), fieldName
+	case "data":
+		return appendMany(dst, name, x.Data), fieldName
+	case "provision":
+		return appendMany(dst, name, x.Provision), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConsentProvision) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "actor", x.Actor)
+	dst = appendMany(dst, "action", x.Action)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendMany(dst, "purpose", x.Purpose)
+	dst = appendMany(dst, "class", x.Class)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "dataPeriod", x.DataPeriod)
+	dst = appendMany(dst, "data", x.Data)
+	dst = appendMany(dst, "provision", x.Provision)
+	return dst, x.ID
+}
+
 func (x *ConsentProvision) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -669,6 +869,34 @@ func (x *ConsentProvisionActor) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConsentProvisionActor) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst, x.ID
+}
+
 func (x *ConsentProvisionActor) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -764,6 +992,34 @@ func (x *ConsentProvisionData) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "meaning", x.Meaning)
 	walkOne(w, "reference", x.Reference)
+}
+
+func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "meaning":
+		return appendOne(dst, name, x.Meaning), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ConsentProvisionData) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "meaning", x.Meaning)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst, x.ID
 }
 
 func (x *ConsentProvisionData) elementParts() (*string, *[]Extension) {

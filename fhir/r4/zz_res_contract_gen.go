@@ -320,6 +320,162 @@ func (x *Contract) walk(w *walker) {
 	walkOne(w, "legallyBindingReference", x.LegallyBindingReference)
 }
 
+func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "legalState":
+		return appendOne(dst, name, x.LegalState), fieldName
+	case "instantiatesCanonical":
+		return appendOne(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendOne(dst, name, x.InstantiatesURI), fieldName
+	case "contentDerivative":
+		return appendOne(dst, name, x.ContentDerivative), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "applies":
+		return appendOne(dst, name, x.Applies), fieldName
+	case "expirationType":
+		return appendOne(dst, name, x.ExpirationType), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "authority":
+		return appendMany(dst, name, x.Authority), fieldName
+	case "domain":
+		return appendMany(dst, name, x.Domain), fieldName
+	case "site":
+		return appendMany(dst, name, x.Site), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	case "topicCodeableConcept":
+		return appendOne(dst, name, x.TopicCodeableConcept), fieldName
+	case "topicReference":
+		return appendOne(dst, name, x.TopicReference), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendMany(dst, name, x.SubType), fieldName
+	case "contentDefinition":
+		return appendOne(dst, name, x.ContentDefinition), fieldName
+	case "term":
+		return appendMany(dst, name, x.Term), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "relevantHistory":
+		return appendMany(dst, name, x.RelevantHistory), fieldName
+	case "signer":
+		return appendMany(dst, name, x.Signer), fieldName
+	case "friendly":
+		return appendMany(dst, name, x.Friendly), fieldName
+	case "legal":
+		return appendMany(dst, name, x.Legal), fieldName
+	case "rule":
+		return appendMany(dst, name, x.Rule), fieldName
+	case "legallyBindingAttachment":
+		return appendOne(dst, name, x.LegallyBindingAttachment), fieldName
+	case "legallyBindingReference":
+		return appendOne(dst, name, x.LegallyBindingReference), fieldName
+	case "topic":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+		dst = appendOne(dst, "topicReference", x.TopicReference)
+		return dst, choiceName
+	case "legallyBinding":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "legallyBindingAttachment", x.LegallyBindingAttachment)
+		dst = appendOne(dst, "legallyBindingReference", x.LegallyBindingReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Contract) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "legalState", x.LegalState)
+	dst = appendOne(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendOne(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendOne(dst, "contentDerivative", x.ContentDerivative)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendOne(dst, "applies", x.Applies)
+	dst = appendOne(dst, "expirationType", x.ExpirationType)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendMany(dst, "authority", x.Authority)
+	dst = appendMany(dst, "domain", x.Domain)
+	dst = appendMany(dst, "site", x.Site)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "scope", x.Scope)
+	dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+	dst = appendOne(dst, "topicReference", x.TopicReference)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "subType", x.SubType)
+	dst = appendOne(dst, "contentDefinition", x.ContentDefinition)
+	dst = appendMany(dst, "term", x.Term)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	dst = appendMany(dst, "signer", x.Signer)
+	dst = appendMany(dst, "friendly", x.Friendly)
+	dst = appendMany(dst, "legal", x.Legal)
+	dst = appendMany(dst, "rule", x.Rule)
+	dst = appendOne(dst, "legallyBindingAttachment", x.LegallyBindingAttachment)
+	dst = appendOne(dst, "legallyBindingReference", x.LegallyBindingReference)
+	return dst, x.ID
+}
+
 // ResourceType returns "Contract".
 func (x *Contract) ResourceType() string { return "Contract" }
 
@@ -497,6 +653,46 @@ func (x *ContractContentDefinition) walk(w *walker) {
 	walkOne(w, "copyright", x.Copyright)
 }
 
+func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "publicationDate":
+		return appendOne(dst, name, x.PublicationDate), fieldName
+	case "publicationStatus":
+		return appendOne(dst, name, x.PublicationStatus), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractContentDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendOne(dst, "publicationDate", x.PublicationDate)
+	dst = appendOne(dst, "publicationStatus", x.PublicationStatus)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	return dst, x.ID
+}
+
 func (x *ContractContentDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -669,6 +865,74 @@ func (x *ContractTerm) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "applies":
+		return appendOne(dst, name, x.Applies), fieldName
+	case "topicCodeableConcept":
+		return appendOne(dst, name, x.TopicCodeableConcept), fieldName
+	case "topicReference":
+		return appendOne(dst, name, x.TopicReference), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "securityLabel":
+		return appendMany(dst, name, x.SecurityLabel), fieldName
+	case "offer":
+		return appendOne(dst, name, x.Offer), fieldName
+	case "asset":
+		return appendMany(dst, name, x.Asset), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "topic":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+		dst = appendOne(dst, "topicReference", x.TopicReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTerm) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendOne(dst, "applies", x.Applies)
+	dst = appendOne(dst, "topicCodeableConcept", x.TopicCodeableConcept)
+	dst = appendOne(dst, "topicReference", x.TopicReference)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendOne(dst, "offer", x.Offer)
+	dst = appendMany(dst, "asset", x.Asset)
+	dst = appendMany(dst, "action", x.Action)
+	dst = appendMany(dst, "group", x.Group)
+	return dst, x.ID
+}
+
 func (x *ContractTerm) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -789,6 +1053,40 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 	walkOne(w, "classification", x.Classification)
 	walkMany(w, "category", x.Category)
 	walkMany(w, "control", x.Control)
+}
+
+func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendMany(dst, name, x.Number), fieldName
+	case "classification":
+		return appendOne(dst, name, x.Classification), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "control":
+		return appendMany(dst, name, x.Control), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermSecurityLabel) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "number", x.Number)
+	dst = appendOne(dst, "classification", x.Classification)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendMany(dst, "control", x.Control)
+	return dst, x.ID
 }
 
 func (x *ContractTermSecurityLabel) elementParts() (*string, *[]Extension) {
@@ -943,6 +1241,58 @@ func (x *ContractTermOffer) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "party":
+		return appendMany(dst, name, x.Party), fieldName
+	case "topic":
+		return appendOne(dst, name, x.Topic), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "decision":
+		return appendOne(dst, name, x.Decision), fieldName
+	case "decisionMode":
+		return appendMany(dst, name, x.DecisionMode), fieldName
+	case "answer":
+		return appendMany(dst, name, x.Answer), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermOffer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "party", x.Party)
+	dst = appendOne(dst, "topic", x.Topic)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "decision", x.Decision)
+	dst = appendMany(dst, "decisionMode", x.DecisionMode)
+	dst = appendMany(dst, "answer", x.Answer)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	return dst, x.ID
+}
+
 func (x *ContractTermOffer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1047,6 +1397,34 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "reference", x.Reference)
 	walkOne(w, "role", x.Role)
+}
+
+func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendMany(dst, name, x.Reference), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermOfferParty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "reference", x.Reference)
+	dst = appendOne(dst, "role", x.Role)
+	return dst, x.ID
 }
 
 func (x *ContractTermOfferParty) elementParts() (*string, *[]Extension) {
@@ -1218,6 +1596,81 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermOfferAnswer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	return dst, x.ID
 }
 
 func (x *ContractTermOfferAnswer) elementParts() (*string, *[]Extension) {
@@ -1419,6 +1872,73 @@ func (x *ContractTermAsset) walk(w *walker) {
 	walkMany(w, "valuedItem", x.ValuedItem)
 }
 
+func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "typeReference":
+		return appendMany(dst, name, x.TypeReference), fieldName
+	case "subtype":
+		return appendMany(dst, name, x.Subtype), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "context":
+		return appendMany(dst, name, x.Context), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "periodType":
+		return appendMany(dst, name, x.PeriodType), fieldName
+	case "period":
+		return appendMany(dst, name, x.Period), fieldName
+	case "usePeriod":
+		return appendMany(dst, name, x.UsePeriod), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "answer":
+		return appendMany(dst, name, x.Answer), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	case "valuedItem":
+		return appendMany(dst, name, x.ValuedItem), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermAsset) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "scope", x.Scope)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "typeReference", x.TypeReference)
+	dst = appendMany(dst, "subtype", x.Subtype)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendMany(dst, "context", x.Context)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendMany(dst, "periodType", x.PeriodType)
+	dst = appendMany(dst, "period", x.Period)
+	dst = appendMany(dst, "usePeriod", x.UsePeriod)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendMany(dst, "answer", x.Answer)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	dst = appendMany(dst, "valuedItem", x.ValuedItem)
+	return dst, x.ID
+}
+
 func (x *ContractTermAsset) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1537,6 +2057,37 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 	walkMany(w, "code", x.Code)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermAssetContext) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "text", x.Text)
+	return dst, x.ID
 }
 
 func (x *ContractTermAssetContext) elementParts() (*string, *[]Extension) {
@@ -1726,6 +2277,80 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 	walkOne(w, "recipient", x.Recipient)
 	walkMany(w, "linkId", x.LinkID)
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
+}
+
+func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "entityCodeableConcept":
+		return appendOne(dst, name, x.EntityCodeableConcept), fieldName
+	case "entityReference":
+		return appendOne(dst, name, x.EntityReference), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "effectiveTime":
+		return appendOne(dst, name, x.EffectiveTime), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "points":
+		return appendOne(dst, name, x.Points), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "paymentDate":
+		return appendOne(dst, name, x.PaymentDate), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "recipient":
+		return appendOne(dst, name, x.Recipient), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	case "entity":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "entityCodeableConcept", x.EntityCodeableConcept)
+		dst = appendOne(dst, "entityReference", x.EntityReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermAssetValuedItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "entityCodeableConcept", x.EntityCodeableConcept)
+	dst = appendOne(dst, "entityReference", x.EntityReference)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "effectiveTime", x.EffectiveTime)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "points", x.Points)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "paymentDate", x.PaymentDate)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "recipient", x.Recipient)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	return dst, x.ID
 }
 
 func (x *ContractTermAssetValuedItem) elementParts() (*string, *[]Extension) {
@@ -1987,6 +2612,105 @@ func (x *ContractTermAction) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "linkId":
+		return appendMany(dst, name, x.LinkID), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "contextLinkId":
+		return appendMany(dst, name, x.ContextLinkID), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "requester":
+		return appendMany(dst, name, x.Requester), fieldName
+	case "requesterLinkId":
+		return appendMany(dst, name, x.RequesterLinkID), fieldName
+	case "performerType":
+		return appendMany(dst, name, x.PerformerType), fieldName
+	case "performerRole":
+		return appendOne(dst, name, x.PerformerRole), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "performerLinkId":
+		return appendMany(dst, name, x.PerformerLinkID), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "reason":
+		return appendMany(dst, name, x.Reason), fieldName
+	case "reasonLinkId":
+		return appendMany(dst, name, x.ReasonLinkID), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "securityLabelNumber":
+		return appendMany(dst, name, x.SecurityLabelNumber), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "linkId", x.LinkID)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "contextLinkId", x.ContextLinkID)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendMany(dst, "requester", x.Requester)
+	dst = appendMany(dst, "requesterLinkId", x.RequesterLinkID)
+	dst = appendMany(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "performerRole", x.PerformerRole)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "performerLinkId", x.PerformerLinkID)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "reasonLinkId", x.ReasonLinkID)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "securityLabelNumber", x.SecurityLabelNumber)
+	return dst, x.ID
+}
+
 func (x *ContractTermAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2112,6 +2836,34 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendMany(dst, name, x.Reference), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractTermActionSubject) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "reference", x.Reference)
+	dst = appendOne(dst, "role", x.Role)
+	return dst, x.ID
+}
+
 func (x *ContractTermActionSubject) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2213,6 +2965,37 @@ func (x *ContractSigner) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
+func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	case "signature":
+		return appendMany(dst, name, x.Signature), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractSigner) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "party", x.Party)
+	dst = appendMany(dst, "signature", x.Signature)
+	return dst, x.ID
+}
+
 func (x *ContractSigner) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2307,6 +3090,41 @@ func (x *ContractFriendly) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractFriendly) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst, x.ID
 }
 
 func (x *ContractFriendly) elementParts() (*string, *[]Extension) {
@@ -2404,6 +3222,41 @@ func (x *ContractLegal) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
+func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractLegal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst, x.ID
+}
+
 func (x *ContractLegal) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2497,6 +3350,41 @@ func (x *ContractRule) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
+}
+
+func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "contentAttachment":
+		return appendOne(dst, name, x.ContentAttachment), fieldName
+	case "contentReference":
+		return appendOne(dst, name, x.ContentReference), fieldName
+	case "content":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+		dst = appendOne(dst, "contentReference", x.ContentReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ContractRule) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "contentAttachment", x.ContentAttachment)
+	dst = appendOne(dst, "contentReference", x.ContentReference)
+	return dst, x.ID
 }
 
 func (x *ContractRule) elementParts() (*string, *[]Extension) {

@@ -206,6 +206,94 @@ func (x *Coverage) walk(w *walker) {
 	walkMany(w, "contract", x.Contract)
 }
 
+func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "policyHolder":
+		return appendOne(dst, name, x.PolicyHolder), fieldName
+	case "subscriber":
+		return appendOne(dst, name, x.Subscriber), fieldName
+	case "subscriberId":
+		return appendOne(dst, name, x.SubscriberID), fieldName
+	case "beneficiary":
+		return appendOne(dst, name, x.Beneficiary), fieldName
+	case "dependent":
+		return appendOne(dst, name, x.Dependent), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "payor":
+		return appendMany(dst, name, x.Payor), fieldName
+	case "class":
+		return appendMany(dst, name, x.Class), fieldName
+	case "order":
+		return appendOne(dst, name, x.Order), fieldName
+	case "network":
+		return appendOne(dst, name, x.Network), fieldName
+	case "costToBeneficiary":
+		return appendMany(dst, name, x.CostToBeneficiary), fieldName
+	case "subrogation":
+		return appendOne(dst, name, x.Subrogation), fieldName
+	case "contract":
+		return appendMany(dst, name, x.Contract), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Coverage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "policyHolder", x.PolicyHolder)
+	dst = appendOne(dst, "subscriber", x.Subscriber)
+	dst = appendOne(dst, "subscriberId", x.SubscriberID)
+	dst = appendOne(dst, "beneficiary", x.Beneficiary)
+	dst = appendOne(dst, "dependent", x.Dependent)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "payor", x.Payor)
+	dst = appendMany(dst, "class", x.Class)
+	dst = appendOne(dst, "order", x.Order)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendMany(dst, "costToBeneficiary", x.CostToBeneficiary)
+	dst = appendOne(dst, "subrogation", x.Subrogation)
+	dst = appendMany(dst, "contract", x.Contract)
+	return dst, x.ID
+}
+
 // ResourceType returns "Coverage".
 func (x *Coverage) ResourceType() string { return "Coverage" }
 
@@ -342,6 +430,37 @@ func (x *CoverageClass) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 }
 
+func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageClass) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "name", x.Name)
+	return dst, x.ID
+}
+
 func (x *CoverageClass) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -452,6 +571,47 @@ func (x *CoverageCostToBeneficiary) walk(w *walker) {
 	walkMany(w, "exception", x.Exception)
 }
 
+func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueMoney":
+		return appendOne(dst, name, x.ValueMoney), fieldName
+	case "exception":
+		return appendMany(dst, name, x.Exception), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueMoney", x.ValueMoney)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageCostToBeneficiary) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendMany(dst, "exception", x.Exception)
+	return dst, x.ID
+}
+
 func (x *CoverageCostToBeneficiary) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -547,6 +707,34 @@ func (x *CoverageCostToBeneficiaryException) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageCostToBeneficiaryException) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *CoverageCostToBeneficiaryException) elementParts() (*string, *[]Extension) {

@@ -190,6 +190,95 @@ func (x *CoverageEligibilityRequest) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "purpose":
+		return appendMany(dst, name, x.Purpose), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "facility":
+		return appendOne(dst, name, x.Facility), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
+}
+
 // ResourceType returns "CoverageEligibilityRequest".
 func (x *CoverageEligibilityRequest) ResourceType() string { return "CoverageEligibilityRequest" }
 
@@ -322,6 +411,37 @@ func (x *CoverageEligibilityRequestSupportingInfo) walk(w *walker) {
 	walkOne(w, "appliesToAll", x.AppliesToAll)
 }
 
+func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "information":
+		return appendOne(dst, name, x.Information), fieldName
+	case "appliesToAll":
+		return appendOne(dst, name, x.AppliesToAll), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequestSupportingInfo) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "information", x.Information)
+	dst = appendOne(dst, "appliesToAll", x.AppliesToAll)
+	return dst, x.ID
+}
+
 func (x *CoverageEligibilityRequestSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -428,6 +548,37 @@ func (x *CoverageEligibilityRequestInsurance) walk(w *walker) {
 	walkOne(w, "focal", x.Focal)
 	walkOne(w, "coverage", x.Coverage)
 	walkOne(w, "businessArrangement", x.BusinessArrangement)
+}
+
+func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "focal":
+		return appendOne(dst, name, x.Focal), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "businessArrangement":
+		return appendOne(dst, name, x.BusinessArrangement), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequestInsurance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "businessArrangement", x.BusinessArrangement)
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityRequestInsurance) elementParts() (*string, *[]Extension) {
@@ -578,6 +729,58 @@ func (x *CoverageEligibilityRequestItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "supportingInfoSequence":
+		return appendMany(dst, name, x.SupportingInfoSequence), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "facility":
+		return appendOne(dst, name, x.Facility), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequestItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "supportingInfoSequence", x.SupportingInfoSequence)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *CoverageEligibilityRequestItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -680,6 +883,41 @@ func (x *CoverageEligibilityRequestItemDiagnosis) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
 	walkOne(w, "diagnosisReference", x.DiagnosisReference)
+}
+
+func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "diagnosisCodeableConcept":
+		return appendOne(dst, name, x.DiagnosisCodeableConcept), fieldName
+	case "diagnosisReference":
+		return appendOne(dst, name, x.DiagnosisReference), fieldName
+	case "diagnosis":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+		dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityRequestItemDiagnosis) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) elementParts() (*string, *[]Extension) {

@@ -202,6 +202,98 @@ func (x *CoverageEligibilityResponse) walk(w *walker) {
 	walkMany(w, "error", x.Error)
 }
 
+func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "purpose":
+		return appendMany(dst, name, x.Purpose), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "requestor":
+		return appendOne(dst, name, x.Requestor), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "preAuthRef":
+		return appendOne(dst, name, x.PreAuthRef), fieldName
+	case "form":
+		return appendOne(dst, name, x.Form), fieldName
+	case "error":
+		return appendMany(dst, name, x.Error), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendOne(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendMany(dst, "error", x.Error)
+	return dst, x.ID
+}
+
 // ResourceType returns "CoverageEligibilityResponse".
 func (x *CoverageEligibilityResponse) ResourceType() string { return "CoverageEligibilityResponse" }
 
@@ -340,6 +432,40 @@ func (x *CoverageEligibilityResponseInsurance) walk(w *walker) {
 	walkOne(w, "inforce", x.Inforce)
 	walkOne(w, "benefitPeriod", x.BenefitPeriod)
 	walkMany(w, "item", x.Item)
+}
+
+func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "inforce":
+		return appendOne(dst, name, x.Inforce), fieldName
+	case "benefitPeriod":
+		return appendOne(dst, name, x.BenefitPeriod), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponseInsurance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendOne(dst, "inforce", x.Inforce)
+	dst = appendOne(dst, "benefitPeriod", x.BenefitPeriod)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityResponseInsurance) elementParts() (*string, *[]Extension) {
@@ -522,6 +648,70 @@ func (x *CoverageEligibilityResponseInsuranceItem) walk(w *walker) {
 	walkOne(w, "authorizationUrl", x.AuthorizationURL)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "excluded":
+		return appendOne(dst, name, x.Excluded), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "network":
+		return appendOne(dst, name, x.Network), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "term":
+		return appendOne(dst, name, x.Term), fieldName
+	case "benefit":
+		return appendMany(dst, name, x.Benefit), fieldName
+	case "authorizationRequired":
+		return appendOne(dst, name, x.AuthorizationRequired), fieldName
+	case "authorizationSupporting":
+		return appendMany(dst, name, x.AuthorizationSupporting), fieldName
+	case "authorizationUrl":
+		return appendOne(dst, name, x.AuthorizationURL), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponseInsuranceItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "excluded", x.Excluded)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "term", x.Term)
+	dst = appendMany(dst, "benefit", x.Benefit)
+	dst = appendOne(dst, "authorizationRequired", x.AuthorizationRequired)
+	dst = appendMany(dst, "authorizationSupporting", x.AuthorizationSupporting)
+	dst = appendOne(dst, "authorizationUrl", x.AuthorizationURL)
+	return dst, x.ID
+}
+
 func (x *CoverageEligibilityResponseInsuranceItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -672,6 +862,65 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) walk(w *walker) {
 	walkOne(w, "usedMoney", x.UsedMoney)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "allowedUnsignedInt":
+		return appendOne(dst, name, x.AllowedUnsignedInt), fieldName
+	case "allowedString":
+		return appendOne(dst, name, x.AllowedString), fieldName
+	case "allowedMoney":
+		return appendOne(dst, name, x.AllowedMoney), fieldName
+	case "usedUnsignedInt":
+		return appendOne(dst, name, x.UsedUnsignedInt), fieldName
+	case "usedString":
+		return appendOne(dst, name, x.UsedString), fieldName
+	case "usedMoney":
+		return appendOne(dst, name, x.UsedMoney), fieldName
+	case "allowed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+		dst = appendOne(dst, "allowedString", x.AllowedString)
+		dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+		return dst, choiceName
+	case "used":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+		dst = appendOne(dst, "usedString", x.UsedString)
+		dst = appendOne(dst, "usedMoney", x.UsedMoney)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+	dst = appendOne(dst, "allowedString", x.AllowedString)
+	dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+	dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+	dst = appendOne(dst, "usedString", x.UsedString)
+	dst = appendOne(dst, "usedMoney", x.UsedMoney)
+	return dst, x.ID
+}
+
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -768,6 +1017,31 @@ func (x *CoverageEligibilityResponseError) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *CoverageEligibilityResponseError) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *CoverageEligibilityResponseError) elementParts() (*string, *[]Extension) {

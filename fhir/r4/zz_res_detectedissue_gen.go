@@ -180,6 +180,89 @@ func (x *DetectedIssue) walk(w *walker) {
 	walkMany(w, "mitigation", x.Mitigation)
 }
 
+func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "identifiedDateTime":
+		return appendOne(dst, name, x.IdentifiedDateTime), fieldName
+	case "identifiedPeriod":
+		return appendOne(dst, name, x.IdentifiedPeriod), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "implicated":
+		return appendMany(dst, name, x.Implicated), fieldName
+	case "evidence":
+		return appendMany(dst, name, x.Evidence), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "mitigation":
+		return appendMany(dst, name, x.Mitigation), fieldName
+	case "identified":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "identifiedDateTime", x.IdentifiedDateTime)
+		dst = appendOne(dst, "identifiedPeriod", x.IdentifiedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DetectedIssue) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "identifiedDateTime", x.IdentifiedDateTime)
+	dst = appendOne(dst, "identifiedPeriod", x.IdentifiedPeriod)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "implicated", x.Implicated)
+	dst = appendMany(dst, "evidence", x.Evidence)
+	dst = appendOne(dst, "detail", x.Detail)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendMany(dst, "mitigation", x.Mitigation)
+	return dst, x.ID
+}
+
 // ResourceType returns "DetectedIssue".
 func (x *DetectedIssue) ResourceType() string { return "DetectedIssue" }
 
@@ -301,6 +384,34 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DetectedIssueEvidence) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *DetectedIssueEvidence) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -402,6 +513,37 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 	walkOne(w, "action", x.Action)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "author", x.Author)
+}
+
+func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendOne(dst, name, x.Action), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DetectedIssueMitigation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "action", x.Action)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "author", x.Author)
+	return dst, x.ID
 }
 
 func (x *DetectedIssueMitigation) elementParts() (*string, *[]Extension) {

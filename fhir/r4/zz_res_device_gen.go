@@ -268,6 +268,121 @@ func (x *Device) walk(w *walker) {
 	walkOne(w, "parent", x.Parent)
 }
 
+func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "udiCarrier":
+		return appendMany(dst, name, x.UdiCarrier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendMany(dst, name, x.StatusReason), fieldName
+	case "distinctIdentifier":
+		return appendOne(dst, name, x.DistinctIdentifier), fieldName
+	case "manufacturer":
+		return appendOne(dst, name, x.Manufacturer), fieldName
+	case "manufactureDate":
+		return appendOne(dst, name, x.ManufactureDate), fieldName
+	case "expirationDate":
+		return appendOne(dst, name, x.ExpirationDate), fieldName
+	case "lotNumber":
+		return appendOne(dst, name, x.LotNumber), fieldName
+	case "serialNumber":
+		return appendOne(dst, name, x.SerialNumber), fieldName
+	case "deviceName":
+		return appendMany(dst, name, x.DeviceName), fieldName
+	case "modelNumber":
+		return appendOne(dst, name, x.ModelNumber), fieldName
+	case "partNumber":
+		return appendOne(dst, name, x.PartNumber), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "specialization":
+		return appendMany(dst, name, x.Specialization), fieldName
+	case "version":
+		return appendMany(dst, name, x.Version), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "owner":
+		return appendOne(dst, name, x.Owner), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "safety":
+		return appendMany(dst, name, x.Safety), fieldName
+	case "parent":
+		return appendOne(dst, name, x.Parent), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Device) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendMany(dst, "udiCarrier", x.UdiCarrier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "distinctIdentifier", x.DistinctIdentifier)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "manufactureDate", x.ManufactureDate)
+	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
+	dst = appendOne(dst, "lotNumber", x.LotNumber)
+	dst = appendOne(dst, "serialNumber", x.SerialNumber)
+	dst = appendMany(dst, "deviceName", x.DeviceName)
+	dst = appendOne(dst, "modelNumber", x.ModelNumber)
+	dst = appendOne(dst, "partNumber", x.PartNumber)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "specialization", x.Specialization)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "safety", x.Safety)
+	dst = appendOne(dst, "parent", x.Parent)
+	return dst, x.ID
+}
+
 // ResourceType returns "Device".
 func (x *Device) ResourceType() string { return "Device" }
 
@@ -443,6 +558,46 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 	walkOne(w, "entryType", x.EntryType)
 }
 
+func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "deviceIdentifier":
+		return appendOne(dst, name, x.DeviceIdentifier), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	case "jurisdiction":
+		return appendOne(dst, name, x.Jurisdiction), fieldName
+	case "carrierAIDC":
+		return appendOne(dst, name, x.CarrierAIDC), fieldName
+	case "carrierHRF":
+		return appendOne(dst, name, x.CarrierHRF), fieldName
+	case "entryType":
+		return appendOne(dst, name, x.EntryType), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceUdiCarrier) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "carrierAIDC", x.CarrierAIDC)
+	dst = appendOne(dst, "carrierHRF", x.CarrierHRF)
+	dst = appendOne(dst, "entryType", x.EntryType)
+	return dst, x.ID
+}
+
 func (x *DeviceUdiCarrier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -552,6 +707,34 @@ func (x *DeviceDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDeviceName) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
+}
+
 func (x *DeviceDeviceName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -649,6 +832,34 @@ func (x *DeviceSpecialization) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "systemType", x.SystemType)
 	walkOne(w, "version", x.Version)
+}
+
+func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "systemType":
+		return appendOne(dst, name, x.SystemType), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceSpecialization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "systemType", x.SystemType)
+	dst = appendOne(dst, "version", x.Version)
+	return dst, x.ID
 }
 
 func (x *DeviceSpecialization) elementParts() (*string, *[]Extension) {
@@ -755,6 +966,37 @@ func (x *DeviceVersion) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "component":
+		return appendOne(dst, name, x.Component), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceVersion) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "component", x.Component)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
+}
+
 func (x *DeviceVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -856,6 +1098,37 @@ func (x *DeviceProperty) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
+}
+
+func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueQuantity":
+		return appendMany(dst, name, x.ValueQuantity), fieldName
+	case "valueCode":
+		return appendMany(dst, name, x.ValueCode), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceProperty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendMany(dst, "valueCode", x.ValueCode)
+	return dst, x.ID
 }
 
 func (x *DeviceProperty) elementParts() (*string, *[]Extension) {

@@ -240,6 +240,119 @@ func (x *DeviceDefinition) walk(w *walker) {
 	walkMany(w, "material", x.Material)
 }
 
+func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "udiDeviceIdentifier":
+		return appendMany(dst, name, x.UdiDeviceIdentifier), fieldName
+	case "manufacturerString":
+		return appendOne(dst, name, x.ManufacturerString), fieldName
+	case "manufacturerReference":
+		return appendOne(dst, name, x.ManufacturerReference), fieldName
+	case "deviceName":
+		return appendMany(dst, name, x.DeviceName), fieldName
+	case "modelNumber":
+		return appendOne(dst, name, x.ModelNumber), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "specialization":
+		return appendMany(dst, name, x.Specialization), fieldName
+	case "version":
+		return appendMany(dst, name, x.Version), fieldName
+	case "safety":
+		return appendMany(dst, name, x.Safety), fieldName
+	case "shelfLifeStorage":
+		return appendMany(dst, name, x.ShelfLifeStorage), fieldName
+	case "physicalCharacteristics":
+		return appendOne(dst, name, x.PhysicalCharacteristics), fieldName
+	case "languageCode":
+		return appendMany(dst, name, x.LanguageCode), fieldName
+	case "capability":
+		return appendMany(dst, name, x.Capability), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "owner":
+		return appendOne(dst, name, x.Owner), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "onlineInformation":
+		return appendOne(dst, name, x.OnlineInformation), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "parentDevice":
+		return appendOne(dst, name, x.ParentDevice), fieldName
+	case "material":
+		return appendMany(dst, name, x.Material), fieldName
+	case "manufacturer":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "manufacturerString", x.ManufacturerString)
+		dst = appendOne(dst, "manufacturerReference", x.ManufacturerReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "udiDeviceIdentifier", x.UdiDeviceIdentifier)
+	dst = appendOne(dst, "manufacturerString", x.ManufacturerString)
+	dst = appendOne(dst, "manufacturerReference", x.ManufacturerReference)
+	dst = appendMany(dst, "deviceName", x.DeviceName)
+	dst = appendOne(dst, "modelNumber", x.ModelNumber)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "specialization", x.Specialization)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendMany(dst, "safety", x.Safety)
+	dst = appendMany(dst, "shelfLifeStorage", x.ShelfLifeStorage)
+	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
+	dst = appendMany(dst, "languageCode", x.LanguageCode)
+	dst = appendMany(dst, "capability", x.Capability)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "onlineInformation", x.OnlineInformation)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "parentDevice", x.ParentDevice)
+	dst = appendMany(dst, "material", x.Material)
+	return dst, x.ID
+}
+
 // ResourceType returns "DeviceDefinition".
 func (x *DeviceDefinition) ResourceType() string { return "DeviceDefinition" }
 
@@ -383,6 +496,37 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) walk(w *walker) {
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 }
 
+func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "deviceIdentifier":
+		return appendOne(dst, name, x.DeviceIdentifier), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	case "jurisdiction":
+		return appendOne(dst, name, x.Jurisdiction), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinitionUdiDeviceIdentifier) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "deviceIdentifier", x.DeviceIdentifier)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	return dst, x.ID
+}
+
 func (x *DeviceDefinitionUdiDeviceIdentifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -486,6 +630,34 @@ func (x *DeviceDefinitionDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinitionDeviceName) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
+}
+
 func (x *DeviceDefinitionDeviceName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -587,6 +759,34 @@ func (x *DeviceDefinitionSpecialization) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "systemType":
+		return appendOne(dst, name, x.SystemType), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinitionSpecialization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "systemType", x.SystemType)
+	dst = appendOne(dst, "version", x.Version)
+	return dst, x.ID
+}
+
 func (x *DeviceDefinitionSpecialization) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -682,6 +882,34 @@ func (x *DeviceDefinitionCapability) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "description", x.Description)
+}
+
+func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "description":
+		return appendMany(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinitionCapability) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "description", x.Description)
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionCapability) elementParts() (*string, *[]Extension) {
@@ -783,6 +1011,37 @@ func (x *DeviceDefinitionProperty) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
+}
+
+func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueQuantity":
+		return appendMany(dst, name, x.ValueQuantity), fieldName
+	case "valueCode":
+		return appendMany(dst, name, x.ValueCode), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinitionProperty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendMany(dst, "valueCode", x.ValueCode)
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionProperty) elementParts() (*string, *[]Extension) {
@@ -889,6 +1148,37 @@ func (x *DeviceDefinitionMaterial) walk(w *walker) {
 	walkOne(w, "substance", x.Substance)
 	walkOne(w, "alternate", x.Alternate)
 	walkOne(w, "allergenicIndicator", x.AllergenicIndicator)
+}
+
+func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	case "alternate":
+		return appendOne(dst, name, x.Alternate), fieldName
+	case "allergenicIndicator":
+		return appendOne(dst, name, x.AllergenicIndicator), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceDefinitionMaterial) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substance", x.Substance)
+	dst = appendOne(dst, "alternate", x.Alternate)
+	dst = appendOne(dst, "allergenicIndicator", x.AllergenicIndicator)
+	return dst, x.ID
 }
 
 func (x *DeviceDefinitionMaterial) elementParts() (*string, *[]Extension) {

@@ -158,6 +158,73 @@ func (x *DeviceMetric) walk(w *walker) {
 	walkMany(w, "calibration", x.Calibration)
 }
 
+func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "parent":
+		return appendOne(dst, name, x.Parent), fieldName
+	case "operationalStatus":
+		return appendOne(dst, name, x.OperationalStatus), fieldName
+	case "color":
+		return appendOne(dst, name, x.Color), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "measurementPeriod":
+		return appendOne(dst, name, x.MeasurementPeriod), fieldName
+	case "calibration":
+		return appendMany(dst, name, x.Calibration), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceMetric) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "parent", x.Parent)
+	dst = appendOne(dst, "operationalStatus", x.OperationalStatus)
+	dst = appendOne(dst, "color", x.Color)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "measurementPeriod", x.MeasurementPeriod)
+	dst = appendMany(dst, "calibration", x.Calibration)
+	return dst, x.ID
+}
+
 // ResourceType returns "DeviceMetric".
 func (x *DeviceMetric) ResourceType() string { return "DeviceMetric" }
 
@@ -284,6 +351,37 @@ func (x *DeviceMetricCalibration) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "state", x.State)
 	walkOne(w, "time", x.Time)
+}
+
+func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "state":
+		return appendOne(dst, name, x.State), fieldName
+	case "time":
+		return appendOne(dst, name, x.Time), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceMetricCalibration) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "state", x.State)
+	dst = appendOne(dst, "time", x.Time)
+	return dst, x.ID
 }
 
 func (x *DeviceMetricCalibration) elementParts() (*string, *[]Extension) {

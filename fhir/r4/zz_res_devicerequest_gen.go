@@ -268,6 +268,139 @@ func (x *DeviceRequest) walk(w *walker) {
 	walkMany(w, "relevantHistory", x.RelevantHistory)
 }
 
+func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "priorRequest":
+		return appendMany(dst, name, x.PriorRequest), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "codeReference":
+		return appendOne(dst, name, x.CodeReference), fieldName
+	case "codeCodeableConcept":
+		return appendOne(dst, name, x.CodeCodeableConcept), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "performerType":
+		return appendOne(dst, name, x.PerformerType), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "relevantHistory":
+		return appendMany(dst, name, x.RelevantHistory), fieldName
+	case "code":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "codeReference", x.CodeReference)
+		dst = appendOne(dst, "codeCodeableConcept", x.CodeCodeableConcept)
+		return dst, choiceName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "priorRequest", x.PriorRequest)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "codeReference", x.CodeReference)
+	dst = appendOne(dst, "codeCodeableConcept", x.CodeCodeableConcept)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendOne(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	return dst, x.ID
+}
+
 // ResourceType returns "DeviceRequest".
 func (x *DeviceRequest) ResourceType() string { return "DeviceRequest" }
 
@@ -423,6 +556,52 @@ func (x *DeviceRequestParameter) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueBoolean", x.ValueBoolean)
+}
+
+func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceRequestParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	return dst, x.ID
 }
 
 func (x *DeviceRequestParameter) elementParts() (*string, *[]Extension) {

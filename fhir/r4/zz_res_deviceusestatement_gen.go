@@ -188,6 +188,96 @@ func (x *DeviceUseStatement) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "derivedFrom":
+		return appendMany(dst, name, x.DerivedFrom), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "recordedOn":
+		return appendOne(dst, name, x.RecordedOn), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DeviceUseStatement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "recordedOn", x.RecordedOn)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "DeviceUseStatement".
 func (x *DeviceUseStatement) ResourceType() string { return "DeviceUseStatement" }
 

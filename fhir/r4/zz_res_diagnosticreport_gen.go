@@ -214,6 +214,107 @@ func (x *DiagnosticReport) walk(w *walker) {
 	walkMany(w, "presentedForm", x.PresentedForm)
 }
 
+func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "resultsInterpreter":
+		return appendMany(dst, name, x.ResultsInterpreter), fieldName
+	case "specimen":
+		return appendMany(dst, name, x.Specimen), fieldName
+	case "result":
+		return appendMany(dst, name, x.Result), fieldName
+	case "imagingStudy":
+		return appendMany(dst, name, x.ImagingStudy), fieldName
+	case "media":
+		return appendMany(dst, name, x.Media), fieldName
+	case "conclusion":
+		return appendOne(dst, name, x.Conclusion), fieldName
+	case "conclusionCode":
+		return appendMany(dst, name, x.ConclusionCode), fieldName
+	case "presentedForm":
+		return appendMany(dst, name, x.PresentedForm), fieldName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *DiagnosticReport) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "resultsInterpreter", x.ResultsInterpreter)
+	dst = appendMany(dst, "specimen", x.Specimen)
+	dst = appendMany(dst, "result", x.Result)
+	dst = appendMany(dst, "imagingStudy", x.ImagingStudy)
+	dst = appendMany(dst, "media", x.Media)
+	dst = appendOne(dst, "conclusion", x.Conclusion)
+	dst = appendMany(dst, "conclusionCode", x.ConclusionCode)
+	dst = appendMany(dst, "presentedForm", x.PresentedForm)
+	return dst, x.ID
+}
+
 // ResourceType returns "DiagnosticReport".
 func (x *DiagnosticReport) ResourceType() string { return "DiagnosticReport" }
 
@@ -340,6 +441,34 @@ func (x *DiagnosticReportMedia) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "comment", x.Comment)
 	walkOne(w, "link", x.Link)
+}
+
+func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "link":
+		return appendOne(dst, name, x.Link), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DiagnosticReportMedia) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "link", x.Link)
+	return dst, x.ID
 }
 
 func (x *DiagnosticReportMedia) elementParts() (*string, *[]Extension) {

@@ -172,6 +172,79 @@ func (x *DocumentManifest) walk(w *walker) {
 	walkMany(w, "related", x.Related)
 }
 
+func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "masterIdentifier":
+		return appendOne(dst, name, x.MasterIdentifier), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "recipient":
+		return appendMany(dst, name, x.Recipient), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "content":
+		return appendMany(dst, name, x.Content), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DocumentManifest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "masterIdentifier", x.MasterIdentifier)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "content", x.Content)
+	dst = appendMany(dst, "related", x.Related)
+	return dst, x.ID
+}
+
 // ResourceType returns "DocumentManifest".
 func (x *DocumentManifest) ResourceType() string { return "DocumentManifest" }
 
@@ -289,6 +362,34 @@ func (x *DocumentManifestRelated) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "ref", x.Ref)
+}
+
+func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "ref":
+		return appendOne(dst, name, x.Ref), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DocumentManifestRelated) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "ref", x.Ref)
+	return dst, x.ID
 }
 
 func (x *DocumentManifestRelated) elementParts() (*string, *[]Extension) {

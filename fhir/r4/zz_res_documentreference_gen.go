@@ -196,6 +196,91 @@ func (x *DocumentReference) walk(w *walker) {
 	walkOne(w, "context", x.Context)
 }
 
+func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "masterIdentifier":
+		return appendOne(dst, name, x.MasterIdentifier), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "docStatus":
+		return appendOne(dst, name, x.DocStatus), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "authenticator":
+		return appendOne(dst, name, x.Authenticator), fieldName
+	case "custodian":
+		return appendOne(dst, name, x.Custodian), fieldName
+	case "relatesTo":
+		return appendMany(dst, name, x.RelatesTo), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "securityLabel":
+		return appendMany(dst, name, x.SecurityLabel), fieldName
+	case "content":
+		return appendMany(dst, name, x.Content), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DocumentReference) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "masterIdentifier", x.MasterIdentifier)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "docStatus", x.DocStatus)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "authenticator", x.Authenticator)
+	dst = appendOne(dst, "custodian", x.Custodian)
+	dst = appendMany(dst, "relatesTo", x.RelatesTo)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "securityLabel", x.SecurityLabel)
+	dst = appendMany(dst, "content", x.Content)
+	dst = appendOne(dst, "context", x.Context)
+	return dst, x.ID
+}
+
 // ResourceType returns "DocumentReference".
 func (x *DocumentReference) ResourceType() string { return "DocumentReference" }
 
@@ -321,6 +406,34 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 	walkOne(w, "target", x.Target)
 }
 
+func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DocumentReferenceRelatesTo) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "target", x.Target)
+	return dst, x.ID
+}
+
 func (x *DocumentReferenceRelatesTo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -415,6 +528,34 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "attachment", x.Attachment)
 	walkOne(w, "format", x.Format)
+}
+
+func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "attachment":
+		return appendOne(dst, name, x.Attachment), fieldName
+	case "format":
+		return appendOne(dst, name, x.Format), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DocumentReferenceContent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "attachment", x.Attachment)
+	dst = appendOne(dst, "format", x.Format)
+	return dst, x.ID
 }
 
 func (x *DocumentReferenceContent) elementParts() (*string, *[]Extension) {
@@ -540,6 +681,49 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 	walkOne(w, "practiceSetting", x.PracticeSetting)
 	walkOne(w, "sourcePatientInfo", x.SourcePatientInfo)
 	walkMany(w, "related", x.Related)
+}
+
+func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "encounter":
+		return appendMany(dst, name, x.Encounter), fieldName
+	case "event":
+		return appendMany(dst, name, x.Event), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "facilityType":
+		return appendOne(dst, name, x.FacilityType), fieldName
+	case "practiceSetting":
+		return appendOne(dst, name, x.PracticeSetting), fieldName
+	case "sourcePatientInfo":
+		return appendOne(dst, name, x.SourcePatientInfo), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *DocumentReferenceContext) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "event", x.Event)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "facilityType", x.FacilityType)
+	dst = appendOne(dst, "practiceSetting", x.PracticeSetting)
+	dst = appendOne(dst, "sourcePatientInfo", x.SourcePatientInfo)
+	dst = appendMany(dst, "related", x.Related)
+	return dst, x.ID
 }
 
 func (x *DocumentReferenceContext) elementParts() (*string, *[]Extension) {

@@ -232,6 +232,112 @@ func (x *Encounter) walk(w *walker) {
 	walkOne(w, "partOf", x.PartOf)
 }
 
+func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusHistory":
+		return appendMany(dst, name, x.StatusHistory), fieldName
+	case "class":
+		return appendOne(dst, name, x.Class), fieldName
+	case "classHistory":
+		return appendMany(dst, name, x.ClassHistory), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "serviceType":
+		return appendOne(dst, name, x.ServiceType), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "episodeOfCare":
+		return appendMany(dst, name, x.EpisodeOfCare), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "appointment":
+		return appendMany(dst, name, x.Appointment), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "account":
+		return appendMany(dst, name, x.Account), fieldName
+	case "hospitalization":
+		return appendOne(dst, name, x.Hospitalization), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "serviceProvider":
+		return appendOne(dst, name, x.ServiceProvider), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Encounter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusHistory", x.StatusHistory)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendMany(dst, "classHistory", x.ClassHistory)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "serviceType", x.ServiceType)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "episodeOfCare", x.EpisodeOfCare)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendMany(dst, "appointment", x.Appointment)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "account", x.Account)
+	dst = appendOne(dst, "hospitalization", x.Hospitalization)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendOne(dst, "serviceProvider", x.ServiceProvider)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	return dst, x.ID
+}
+
 // ResourceType returns "Encounter".
 func (x *Encounter) ResourceType() string { return "Encounter" }
 
@@ -361,6 +467,34 @@ func (x *EncounterStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EncounterStatusHistory) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *EncounterStatusHistory) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -455,6 +589,34 @@ func (x *EncounterClassHistory) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "class", x.Class)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "class":
+		return appendOne(dst, name, x.Class), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EncounterClassHistory) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *EncounterClassHistory) elementParts() (*string, *[]Extension) {
@@ -556,6 +718,37 @@ func (x *EncounterParticipant) walk(w *walker) {
 	walkMany(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "individual", x.Individual)
+}
+
+func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "individual":
+		return appendOne(dst, name, x.Individual), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EncounterParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "individual", x.Individual)
+	return dst, x.ID
 }
 
 func (x *EncounterParticipant) elementParts() (*string, *[]Extension) {
@@ -660,6 +853,37 @@ func (x *EncounterDiagnosis) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "rank", x.Rank)
+}
+
+func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "rank":
+		return appendOne(dst, name, x.Rank), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EncounterDiagnosis) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "rank", x.Rank)
+	return dst, x.ID
 }
 
 func (x *EncounterDiagnosis) elementParts() (*string, *[]Extension) {
@@ -801,6 +1025,55 @@ func (x *EncounterHospitalization) walk(w *walker) {
 	walkOne(w, "dischargeDisposition", x.DischargeDisposition)
 }
 
+func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "preAdmissionIdentifier":
+		return appendOne(dst, name, x.PreAdmissionIdentifier), fieldName
+	case "origin":
+		return appendOne(dst, name, x.Origin), fieldName
+	case "admitSource":
+		return appendOne(dst, name, x.AdmitSource), fieldName
+	case "reAdmission":
+		return appendOne(dst, name, x.ReAdmission), fieldName
+	case "dietPreference":
+		return appendMany(dst, name, x.DietPreference), fieldName
+	case "specialCourtesy":
+		return appendMany(dst, name, x.SpecialCourtesy), fieldName
+	case "specialArrangement":
+		return appendMany(dst, name, x.SpecialArrangement), fieldName
+	case "destination":
+		return appendOne(dst, name, x.Destination), fieldName
+	case "dischargeDisposition":
+		return appendOne(dst, name, x.DischargeDisposition), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EncounterHospitalization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "preAdmissionIdentifier", x.PreAdmissionIdentifier)
+	dst = appendOne(dst, "origin", x.Origin)
+	dst = appendOne(dst, "admitSource", x.AdmitSource)
+	dst = appendOne(dst, "reAdmission", x.ReAdmission)
+	dst = appendMany(dst, "dietPreference", x.DietPreference)
+	dst = appendMany(dst, "specialCourtesy", x.SpecialCourtesy)
+	dst = appendMany(dst, "specialArrangement", x.SpecialArrangement)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendOne(dst, "dischargeDisposition", x.DischargeDisposition)
+	return dst, x.ID
+}
+
 func (x *EncounterHospitalization) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -915,6 +1188,40 @@ func (x *EncounterLocation) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "physicalType", x.PhysicalType)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "physicalType":
+		return appendOne(dst, name, x.PhysicalType), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EncounterLocation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "physicalType", x.PhysicalType)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *EncounterLocation) elementParts() (*string, *[]Extension) {

@@ -168,6 +168,76 @@ func (x *Endpoint) walk(w *walker) {
 	walkMany(w, "header", x.Header)
 }
 
+func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "connectionType":
+		return appendOne(dst, name, x.ConnectionType), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "payloadType":
+		return appendMany(dst, name, x.PayloadType), fieldName
+	case "payloadMimeType":
+		return appendMany(dst, name, x.PayloadMimeType), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	case "header":
+		return appendMany(dst, name, x.Header), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Endpoint) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "connectionType", x.ConnectionType)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "payloadType", x.PayloadType)
+	dst = appendMany(dst, "payloadMimeType", x.PayloadMimeType)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendMany(dst, "header", x.Header)
+	return dst, x.ID
+}
+
 // ResourceType returns "Endpoint".
 func (x *Endpoint) ResourceType() string { return "Endpoint" }
 

@@ -138,6 +138,64 @@ func (x *EnrollmentRequest) walk(w *walker) {
 	walkOne(w, "coverage", x.Coverage)
 }
 
+func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "candidate":
+		return appendOne(dst, name, x.Candidate), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EnrollmentRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "candidate", x.Candidate)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	return dst, x.ID
+}
+
 // ResourceType returns "EnrollmentRequest".
 func (x *EnrollmentRequest) ResourceType() string { return "EnrollmentRequest" }
 

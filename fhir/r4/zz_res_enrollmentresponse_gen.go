@@ -148,6 +148,67 @@ func (x *EnrollmentResponse) walk(w *walker) {
 	walkOne(w, "requestProvider", x.RequestProvider)
 }
 
+func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "requestProvider":
+		return appendOne(dst, name, x.RequestProvider), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EnrollmentResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "requestProvider", x.RequestProvider)
+	return dst, x.ID
+}
+
 // ResourceType returns "EnrollmentResponse".
 func (x *EnrollmentResponse) ResourceType() string { return "EnrollmentResponse" }
 

@@ -166,6 +166,79 @@ func (x *EpisodeOfCare) walk(w *walker) {
 	walkMany(w, "account", x.Account)
 }
 
+func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusHistory":
+		return appendMany(dst, name, x.StatusHistory), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "referralRequest":
+		return appendMany(dst, name, x.ReferralRequest), fieldName
+	case "careManager":
+		return appendOne(dst, name, x.CareManager), fieldName
+	case "team":
+		return appendMany(dst, name, x.Team), fieldName
+	case "account":
+		return appendMany(dst, name, x.Account), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EpisodeOfCare) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusHistory", x.StatusHistory)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "referralRequest", x.ReferralRequest)
+	dst = appendOne(dst, "careManager", x.CareManager)
+	dst = appendMany(dst, "team", x.Team)
+	dst = appendMany(dst, "account", x.Account)
+	return dst, x.ID
+}
+
 // ResourceType returns "EpisodeOfCare".
 func (x *EpisodeOfCare) ResourceType() string { return "EpisodeOfCare" }
 
@@ -284,6 +357,34 @@ func (x *EpisodeOfCareStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EpisodeOfCareStatusHistory) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *EpisodeOfCareStatusHistory) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -386,6 +487,37 @@ func (x *EpisodeOfCareDiagnosis) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "rank", x.Rank)
+}
+
+func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "rank":
+		return appendOne(dst, name, x.Rank), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EpisodeOfCareDiagnosis) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "rank", x.Rank)
+	return dst, x.ID
 }
 
 func (x *EpisodeOfCareDiagnosis) elementParts() (*string, *[]Extension) {

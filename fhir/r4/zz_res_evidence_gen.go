@@ -286,6 +286,127 @@ func (x *Evidence) walk(w *walker) {
 	walkMany(w, "outcome", x.Outcome)
 }
 
+func (x *Evidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "shortTitle":
+		return appendOne(dst, name, x.ShortTitle), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "exposureBackground":
+		return appendOne(dst, name, x.ExposureBackground), fieldName
+	case "exposureVariant":
+		return appendMany(dst, name, x.ExposureVariant), fieldName
+	case "outcome":
+		return appendMany(dst, name, x.Outcome), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Evidence) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "shortTitle", x.ShortTitle)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendOne(dst, "exposureBackground", x.ExposureBackground)
+	dst = appendMany(dst, "exposureVariant", x.ExposureVariant)
+	dst = appendMany(dst, "outcome", x.Outcome)
+	return dst, x.ID
+}
+
 // ResourceType returns "Evidence".
 func (x *Evidence) ResourceType() string { return "Evidence" }
 

@@ -282,6 +282,124 @@ func (x *EvidenceVariable) walk(w *walker) {
 	walkMany(w, "characteristic", x.Characteristic)
 }
 
+func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "shortTitle":
+		return appendOne(dst, name, x.ShortTitle), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *EvidenceVariable) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "shortTitle", x.ShortTitle)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	return dst, x.ID
+}
+
 // ResourceType returns "EvidenceVariable".
 func (x *EvidenceVariable) ResourceType() string { return "EvidenceVariable" }
 
@@ -512,6 +630,93 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 	walkOne(w, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
 	walkOne(w, "timeFromStart", x.TimeFromStart)
 	walkOne(w, "groupMeasure", x.GroupMeasure)
+}
+
+func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "definitionReference":
+		return appendOne(dst, name, x.DefinitionReference), fieldName
+	case "definitionCanonical":
+		return appendOne(dst, name, x.DefinitionCanonical), fieldName
+	case "definitionCodeableConcept":
+		return appendOne(dst, name, x.DefinitionCodeableConcept), fieldName
+	case "definitionExpression":
+		return appendOne(dst, name, x.DefinitionExpression), fieldName
+	case "definitionDataRequirement":
+		return appendOne(dst, name, x.DefinitionDataRequirement), fieldName
+	case "definitionTriggerDefinition":
+		return appendOne(dst, name, x.DefinitionTriggerDefinition), fieldName
+	case "usageContext":
+		return appendMany(dst, name, x.UsageContext), fieldName
+	case "exclude":
+		return appendOne(dst, name, x.Exclude), fieldName
+	case "participantEffectiveDateTime":
+		return appendOne(dst, name, x.ParticipantEffectiveDateTime), fieldName
+	case "participantEffectivePeriod":
+		return appendOne(dst, name, x.ParticipantEffectivePeriod), fieldName
+	case "participantEffectiveDuration":
+		return appendOne(dst, name, x.ParticipantEffectiveDuration), fieldName
+	case "participantEffectiveTiming":
+		return appendOne(dst, name, x.ParticipantEffectiveTiming), fieldName
+	case "timeFromStart":
+		return appendOne(dst, name, x.TimeFromStart), fieldName
+	case "groupMeasure":
+		return appendOne(dst, name, x.GroupMeasure), fieldName
+	case "definition":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "definitionReference", x.DefinitionReference)
+		dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+		dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+		dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+		dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+		dst = appendOne(dst, "definitionTriggerDefinition", x.DefinitionTriggerDefinition)
+		return dst, choiceName
+	case "participantEffective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+		dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+		dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+		dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *EvidenceVariableCharacteristic) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "definitionReference", x.DefinitionReference)
+	dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+	dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+	dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+	dst = appendOne(dst, "definitionTriggerDefinition", x.DefinitionTriggerDefinition)
+	dst = appendMany(dst, "usageContext", x.UsageContext)
+	dst = appendOne(dst, "exclude", x.Exclude)
+	dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+	dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+	dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+	dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+	dst = appendOne(dst, "timeFromStart", x.TimeFromStart)
+	dst = appendOne(dst, "groupMeasure", x.GroupMeasure)
+	return dst, x.ID
 }
 
 func (x *EvidenceVariableCharacteristic) elementParts() (*string, *[]Extension) {

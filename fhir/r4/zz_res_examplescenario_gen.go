@@ -214,6 +214,94 @@ func (x *ExampleScenario) walk(w *walker) {
 	walkMany(w, "workflow", x.Workflow)
 }
 
+func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "actor":
+		return appendMany(dst, name, x.Actor), fieldName
+	case "instance":
+		return appendMany(dst, name, x.Instance), fieldName
+	case "process":
+		return appendMany(dst, name, x.Process), fieldName
+	case "workflow":
+		return appendMany(dst, name, x.Workflow), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenario) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendMany(dst, "actor", x.Actor)
+	dst = appendMany(dst, "instance", x.Instance)
+	dst = appendMany(dst, "process", x.Process)
+	dst = appendMany(dst, "workflow", x.Workflow)
+	return dst, x.ID
+}
+
 // ResourceType returns "ExampleScenario".
 func (x *ExampleScenario) ResourceType() string { return "ExampleScenario" }
 
@@ -364,6 +452,40 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "actorId":
+		return appendOne(dst, name, x.ActorID), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioActor) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "actorId", x.ActorID)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
+}
+
 func (x *ExampleScenarioActor) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -497,6 +619,46 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 	walkMany(w, "containedInstance", x.ContainedInstance)
 }
 
+func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "resourceId":
+		return appendOne(dst, name, x.ResourceID), fieldName
+	case "resourceType":
+		return appendOne(dst, name, x.ResourceType), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "version":
+		return appendMany(dst, name, x.Version), fieldName
+	case "containedInstance":
+		return appendMany(dst, name, x.ContainedInstance), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioInstance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "resourceId", x.ResourceID)
+	dst = appendOne(dst, "resourceType", x.ResourceType)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendMany(dst, "containedInstance", x.ContainedInstance)
+	return dst, x.ID
+}
+
 func (x *ExampleScenarioInstance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -604,6 +766,34 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "versionId":
+		return appendOne(dst, name, x.VersionID), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioInstanceVersion) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "versionId", x.VersionID)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
+}
+
 func (x *ExampleScenarioInstanceVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -703,6 +893,34 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "resourceId", x.ResourceID)
 	walkOne(w, "versionId", x.VersionID)
+}
+
+func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "resourceId":
+		return appendOne(dst, name, x.ResourceID), fieldName
+	case "versionId":
+		return appendOne(dst, name, x.VersionID), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioInstanceContainedInstance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "resourceId", x.ResourceID)
+	dst = appendOne(dst, "versionId", x.VersionID)
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) elementParts() (*string, *[]Extension) {
@@ -828,6 +1046,43 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 	walkMany(w, "step", x.Step)
 }
 
+func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "preConditions":
+		return appendOne(dst, name, x.PreConditions), fieldName
+	case "postConditions":
+		return appendOne(dst, name, x.PostConditions), fieldName
+	case "step":
+		return appendMany(dst, name, x.Step), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioProcess) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "preConditions", x.PreConditions)
+	dst = appendOne(dst, "postConditions", x.PostConditions)
+	dst = appendMany(dst, "step", x.Step)
+	return dst, x.ID
+}
+
 func (x *ExampleScenarioProcess) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -942,6 +1197,40 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 	walkOne(w, "pause", x.Pause)
 	walkOne(w, "operation", x.Operation)
 	walkMany(w, "alternative", x.Alternative)
+}
+
+func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "process":
+		return appendMany(dst, name, x.Process), fieldName
+	case "pause":
+		return appendOne(dst, name, x.Pause), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "alternative":
+		return appendMany(dst, name, x.Alternative), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioProcessStep) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "process", x.Process)
+	dst = appendOne(dst, "pause", x.Pause)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendMany(dst, "alternative", x.Alternative)
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioProcessStep) elementParts() (*string, *[]Extension) {
@@ -1106,6 +1395,58 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "initiator":
+		return appendOne(dst, name, x.Initiator), fieldName
+	case "receiver":
+		return appendOne(dst, name, x.Receiver), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "initiatorActive":
+		return appendOne(dst, name, x.InitiatorActive), fieldName
+	case "receiverActive":
+		return appendOne(dst, name, x.ReceiverActive), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioProcessStepOperation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "initiator", x.Initiator)
+	dst = appendOne(dst, "receiver", x.Receiver)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "initiatorActive", x.InitiatorActive)
+	dst = appendOne(dst, "receiverActive", x.ReceiverActive)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "response", x.Response)
+	return dst, x.ID
+}
+
 func (x *ExampleScenarioProcessStepOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1225,6 +1566,37 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 	walkOne(w, "title", x.Title)
 	walkOne(w, "description", x.Description)
 	walkMany(w, "step", x.Step)
+}
+
+func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "step":
+		return appendMany(dst, name, x.Step), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExampleScenarioProcessStepAlternative) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "step", x.Step)
+	return dst, x.ID
 }
 
 func (x *ExampleScenarioProcessStepAlternative) elementParts() (*string, *[]Extension) {

@@ -364,6 +364,172 @@ func (x *ExplanationOfBenefit) walk(w *walker) {
 	walkMany(w, "benefitBalance", x.BenefitBalance)
 }
 
+func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subType":
+		return appendOne(dst, name, x.SubType), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "billablePeriod":
+		return appendOne(dst, name, x.BillablePeriod), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "insurer":
+		return appendOne(dst, name, x.Insurer), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "fundsReserveRequested":
+		return appendOne(dst, name, x.FundsReserveRequested), fieldName
+	case "fundsReserve":
+		return appendOne(dst, name, x.FundsReserve), fieldName
+	case "related":
+		return appendMany(dst, name, x.Related), fieldName
+	case "prescription":
+		return appendOne(dst, name, x.Prescription), fieldName
+	case "originalPrescription":
+		return appendOne(dst, name, x.OriginalPrescription), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "referral":
+		return appendOne(dst, name, x.Referral), fieldName
+	case "facility":
+		return appendOne(dst, name, x.Facility), fieldName
+	case "claim":
+		return appendOne(dst, name, x.Claim), fieldName
+	case "claimResponse":
+		return appendOne(dst, name, x.ClaimResponse), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "preAuthRef":
+		return appendMany(dst, name, x.PreAuthRef), fieldName
+	case "preAuthRefPeriod":
+		return appendMany(dst, name, x.PreAuthRefPeriod), fieldName
+	case "careTeam":
+		return appendMany(dst, name, x.CareTeam), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "diagnosis":
+		return appendMany(dst, name, x.Diagnosis), fieldName
+	case "procedure":
+		return appendMany(dst, name, x.Procedure), fieldName
+	case "precedence":
+		return appendOne(dst, name, x.Precedence), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "accident":
+		return appendOne(dst, name, x.Accident), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "addItem":
+		return appendMany(dst, name, x.AddItem), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "total":
+		return appendMany(dst, name, x.Total), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "formCode":
+		return appendOne(dst, name, x.FormCode), fieldName
+	case "form":
+		return appendOne(dst, name, x.Form), fieldName
+	case "processNote":
+		return appendMany(dst, name, x.ProcessNote), fieldName
+	case "benefitPeriod":
+		return appendOne(dst, name, x.BenefitPeriod), fieldName
+	case "benefitBalance":
+		return appendMany(dst, name, x.BenefitBalance), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subType", x.SubType)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "billablePeriod", x.BillablePeriod)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "insurer", x.Insurer)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "fundsReserveRequested", x.FundsReserveRequested)
+	dst = appendOne(dst, "fundsReserve", x.FundsReserve)
+	dst = appendMany(dst, "related", x.Related)
+	dst = appendOne(dst, "prescription", x.Prescription)
+	dst = appendOne(dst, "originalPrescription", x.OriginalPrescription)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "referral", x.Referral)
+	dst = appendOne(dst, "facility", x.Facility)
+	dst = appendOne(dst, "claim", x.Claim)
+	dst = appendOne(dst, "claimResponse", x.ClaimResponse)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
+	dst = appendMany(dst, "preAuthRefPeriod", x.PreAuthRefPeriod)
+	dst = appendMany(dst, "careTeam", x.CareTeam)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "diagnosis", x.Diagnosis)
+	dst = appendMany(dst, "procedure", x.Procedure)
+	dst = appendOne(dst, "precedence", x.Precedence)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendOne(dst, "accident", x.Accident)
+	dst = appendMany(dst, "item", x.Item)
+	dst = appendMany(dst, "addItem", x.AddItem)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "total", x.Total)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "formCode", x.FormCode)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendMany(dst, "processNote", x.ProcessNote)
+	dst = appendOne(dst, "benefitPeriod", x.BenefitPeriod)
+	dst = appendMany(dst, "benefitBalance", x.BenefitBalance)
+	return dst, x.ID
+}
+
 // ResourceType returns "ExplanationOfBenefit".
 func (x *ExplanationOfBenefit) ResourceType() string { return "ExplanationOfBenefit" }
 
@@ -523,6 +689,37 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "claim":
+		return appendOne(dst, name, x.Claim), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitRelated) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "claim", x.Claim)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "reference", x.Reference)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitRelated) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -617,6 +814,34 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
+}
+
+func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "party":
+		return appendOne(dst, name, x.Party), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitPayee) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "party", x.Party)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitPayee) elementParts() (*string, *[]Extension) {
@@ -734,6 +959,43 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 	walkOne(w, "responsible", x.Responsible)
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
+}
+
+func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "qualification":
+		return appendOne(dst, name, x.Qualification), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitCareTeam) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "qualification", x.Qualification)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitCareTeam) elementParts() (*string, *[]Extension) {
@@ -898,6 +1160,78 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 }
 
+func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "timingDate":
+		return appendOne(dst, name, x.TimingDate), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDate", x.TimingDate)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		return dst, choiceName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitSupportingInfo) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "timingDate", x.TimingDate)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "reason", x.Reason)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitSupportingInfo) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1032,6 +1366,53 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "diagnosisCodeableConcept":
+		return appendOne(dst, name, x.DiagnosisCodeableConcept), fieldName
+	case "diagnosisReference":
+		return appendOne(dst, name, x.DiagnosisReference), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "onAdmission":
+		return appendOne(dst, name, x.OnAdmission), fieldName
+	case "packageCode":
+		return appendOne(dst, name, x.PackageCode), fieldName
+	case "diagnosis":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+		dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitDiagnosis) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
+	dst = appendOne(dst, "diagnosisReference", x.DiagnosisReference)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "onAdmission", x.OnAdmission)
+	dst = appendOne(dst, "packageCode", x.PackageCode)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitDiagnosis) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1160,6 +1541,53 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
+func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "procedureCodeableConcept":
+		return appendOne(dst, name, x.ProcedureCodeableConcept), fieldName
+	case "procedureReference":
+		return appendOne(dst, name, x.ProcedureReference), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "procedure":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+		dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitProcedure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "procedureCodeableConcept", x.ProcedureCodeableConcept)
+	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+	dst = appendMany(dst, "udi", x.Udi)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitProcedure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1269,6 +1697,37 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 	walkOne(w, "focal", x.Focal)
 	walkOne(w, "coverage", x.Coverage)
 	walkMany(w, "preAuthRef", x.PreAuthRef)
+}
+
+func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "focal":
+		return appendOne(dst, name, x.Focal), fieldName
+	case "coverage":
+		return appendOne(dst, name, x.Coverage), fieldName
+	case "preAuthRef":
+		return appendMany(dst, name, x.PreAuthRef), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitInsurance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "focal", x.Focal)
+	dst = appendOne(dst, "coverage", x.Coverage)
+	dst = appendMany(dst, "preAuthRef", x.PreAuthRef)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitInsurance) elementParts() (*string, *[]Extension) {
@@ -1381,6 +1840,47 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
+}
+
+func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitAccident) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitAccident) elementParts() (*string, *[]Extension) {
@@ -1641,6 +2141,121 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "careTeamSequence":
+		return appendMany(dst, name, x.CareTeamSequence), fieldName
+	case "diagnosisSequence":
+		return appendMany(dst, name, x.DiagnosisSequence), fieldName
+	case "procedureSequence":
+		return appendMany(dst, name, x.ProcedureSequence), fieldName
+	case "informationSequence":
+		return appendMany(dst, name, x.InformationSequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "encounter":
+		return appendMany(dst, name, x.Encounter), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendMany(dst, "careTeamSequence", x.CareTeamSequence)
+	dst = appendMany(dst, "diagnosisSequence", x.DiagnosisSequence)
+	dst = appendMany(dst, "procedureSequence", x.ProcedureSequence)
+	dst = appendMany(dst, "informationSequence", x.InformationSequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1780,6 +2395,40 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 	walkOne(w, "reason", x.Reason)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItemAdjudication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItemAdjudication) elementParts() (*string, *[]Extension) {
@@ -1956,6 +2605,70 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
 	walkMany(w, "subDetail", x.SubDetail)
+}
+
+func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItemDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItemDetail) elementParts() (*string, *[]Extension) {
@@ -2138,6 +2851,67 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
+}
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "revenue":
+		return appendOne(dst, name, x.Revenue), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "udi":
+		return appendMany(dst, name, x.Udi), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "revenue", x.Revenue)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "udi", x.Udi)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) elementParts() (*string, *[]Extension) {
@@ -2375,6 +3149,106 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemSequence":
+		return appendMany(dst, name, x.ItemSequence), fieldName
+	case "detailSequence":
+		return appendMany(dst, name, x.DetailSequence), fieldName
+	case "subDetailSequence":
+		return appendMany(dst, name, x.SubDetailSequence), fieldName
+	case "provider":
+		return appendMany(dst, name, x.Provider), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "programCode":
+		return appendMany(dst, name, x.ProgramCode), fieldName
+	case "servicedDate":
+		return appendOne(dst, name, x.ServicedDate), fieldName
+	case "servicedPeriod":
+		return appendOne(dst, name, x.ServicedPeriod), fieldName
+	case "locationCodeableConcept":
+		return appendOne(dst, name, x.LocationCodeableConcept), fieldName
+	case "locationAddress":
+		return appendOne(dst, name, x.LocationAddress), fieldName
+	case "locationReference":
+		return appendOne(dst, name, x.LocationReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "subSite":
+		return appendMany(dst, name, x.SubSite), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "serviced":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "servicedDate", x.ServicedDate)
+		dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+		return dst, choiceName
+	case "location":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+		dst = appendOne(dst, "locationAddress", x.LocationAddress)
+		dst = appendOne(dst, "locationReference", x.LocationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitAddItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "itemSequence", x.ItemSequence)
+	dst = appendMany(dst, "detailSequence", x.DetailSequence)
+	dst = appendMany(dst, "subDetailSequence", x.SubDetailSequence)
+	dst = appendMany(dst, "provider", x.Provider)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "programCode", x.ProgramCode)
+	dst = appendOne(dst, "servicedDate", x.ServicedDate)
+	dst = appendOne(dst, "servicedPeriod", x.ServicedPeriod)
+	dst = appendOne(dst, "locationCodeableConcept", x.LocationCodeableConcept)
+	dst = appendOne(dst, "locationAddress", x.LocationAddress)
+	dst = appendOne(dst, "locationReference", x.LocationReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "subSite", x.SubSite)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitAddItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2541,6 +3415,55 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	case "subDetail":
+		return appendMany(dst, name, x.SubDetail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitAddItemDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	dst = appendMany(dst, "subDetail", x.SubDetail)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitAddItemDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2685,6 +3608,52 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productOrService":
+		return appendOne(dst, name, x.ProductOrService), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "unitPrice":
+		return appendOne(dst, name, x.UnitPrice), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "net":
+		return appendOne(dst, name, x.Net), fieldName
+	case "noteNumber":
+		return appendMany(dst, name, x.NoteNumber), fieldName
+	case "adjudication":
+		return appendMany(dst, name, x.Adjudication), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productOrService", x.ProductOrService)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "unitPrice", x.UnitPrice)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "net", x.Net)
+	dst = appendMany(dst, "noteNumber", x.NoteNumber)
+	dst = appendMany(dst, "adjudication", x.Adjudication)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2786,6 +3755,34 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "category", x.Category)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitTotal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitTotal) elementParts() (*string, *[]Extension) {
@@ -2909,6 +3906,46 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 }
 
+func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "adjustment":
+		return appendOne(dst, name, x.Adjustment), fieldName
+	case "adjustmentReason":
+		return appendOne(dst, name, x.AdjustmentReason), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitPayment) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "adjustment", x.Adjustment)
+	dst = appendOne(dst, "adjustmentReason", x.AdjustmentReason)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitPayment) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3025,6 +4062,40 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitProcessNote) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "language", x.Language)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitProcessNote) elementParts() (*string, *[]Extension) {
@@ -3169,6 +4240,52 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 	walkMany(w, "financial", x.Financial)
 }
 
+func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "excluded":
+		return appendOne(dst, name, x.Excluded), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "network":
+		return appendOne(dst, name, x.Network), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "term":
+		return appendOne(dst, name, x.Term), fieldName
+	case "financial":
+		return appendMany(dst, name, x.Financial), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitBenefitBalance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "excluded", x.Excluded)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "network", x.Network)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "term", x.Term)
+	dst = appendMany(dst, "financial", x.Financial)
+	return dst, x.ID
+}
+
 func (x *ExplanationOfBenefitBenefitBalance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -3301,6 +4418,61 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 	walkOne(w, "allowedMoney", x.AllowedMoney)
 	walkOne(w, "usedUnsignedInt", x.UsedUnsignedInt)
 	walkOne(w, "usedMoney", x.UsedMoney)
+}
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "allowedUnsignedInt":
+		return appendOne(dst, name, x.AllowedUnsignedInt), fieldName
+	case "allowedString":
+		return appendOne(dst, name, x.AllowedString), fieldName
+	case "allowedMoney":
+		return appendOne(dst, name, x.AllowedMoney), fieldName
+	case "usedUnsignedInt":
+		return appendOne(dst, name, x.UsedUnsignedInt), fieldName
+	case "usedMoney":
+		return appendOne(dst, name, x.UsedMoney), fieldName
+	case "allowed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+		dst = appendOne(dst, "allowedString", x.AllowedString)
+		dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+		return dst, choiceName
+	case "used":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+		dst = appendOne(dst, "usedMoney", x.UsedMoney)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "allowedUnsignedInt", x.AllowedUnsignedInt)
+	dst = appendOne(dst, "allowedString", x.AllowedString)
+	dst = appendOne(dst, "allowedMoney", x.AllowedMoney)
+	dst = appendOne(dst, "usedUnsignedInt", x.UsedUnsignedInt)
+	dst = appendOne(dst, "usedMoney", x.UsedMoney)
+	return dst, x.ID
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) elementParts() (*string, *[]Extension) {

@@ -272,6 +272,147 @@ func (x *FamilyMemberHistory) walk(w *walker) {
 	walkMany(w, "condition", x.Condition)
 }
 
+func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "dataAbsentReason":
+		return appendOne(dst, name, x.DataAbsentReason), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "sex":
+		return appendOne(dst, name, x.Sex), fieldName
+	case "bornPeriod":
+		return appendOne(dst, name, x.BornPeriod), fieldName
+	case "bornDate":
+		return appendOne(dst, name, x.BornDate), fieldName
+	case "bornString":
+		return appendOne(dst, name, x.BornString), fieldName
+	case "ageAge":
+		return appendOne(dst, name, x.AgeAge), fieldName
+	case "ageRange":
+		return appendOne(dst, name, x.AgeRange), fieldName
+	case "ageString":
+		return appendOne(dst, name, x.AgeString), fieldName
+	case "estimatedAge":
+		return appendOne(dst, name, x.EstimatedAge), fieldName
+	case "deceasedBoolean":
+		return appendOne(dst, name, x.DeceasedBoolean), fieldName
+	case "deceasedAge":
+		return appendOne(dst, name, x.DeceasedAge), fieldName
+	case "deceasedRange":
+		return appendOne(dst, name, x.DeceasedRange), fieldName
+	case "deceasedDate":
+		return appendOne(dst, name, x.DeceasedDate), fieldName
+	case "deceasedString":
+		return appendOne(dst, name, x.DeceasedString), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "born":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "bornPeriod", x.BornPeriod)
+		dst = appendOne(dst, "bornDate", x.BornDate)
+		dst = appendOne(dst, "bornString", x.BornString)
+		return dst, choiceName
+	case "age":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "ageAge", x.AgeAge)
+		dst = appendOne(dst, "ageRange", x.AgeRange)
+		dst = appendOne(dst, "ageString", x.AgeString)
+		return dst, choiceName
+	case "deceased":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "deceasedBoolean", x.DeceasedBoolean)
+		dst = appendOne(dst, "deceasedAge", x.DeceasedAge)
+		dst = appendOne(dst, "deceasedRange", x.DeceasedRange)
+		dst = appendOne(dst, "deceasedDate", x.DeceasedDate)
+		dst = appendOne(dst, "deceasedString", x.DeceasedString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *FamilyMemberHistory) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "sex", x.Sex)
+	dst = appendOne(dst, "bornPeriod", x.BornPeriod)
+	dst = appendOne(dst, "bornDate", x.BornDate)
+	dst = appendOne(dst, "bornString", x.BornString)
+	dst = appendOne(dst, "ageAge", x.AgeAge)
+	dst = appendOne(dst, "ageRange", x.AgeRange)
+	dst = appendOne(dst, "ageString", x.AgeString)
+	dst = appendOne(dst, "estimatedAge", x.EstimatedAge)
+	dst = appendOne(dst, "deceasedBoolean", x.DeceasedBoolean)
+	dst = appendOne(dst, "deceasedAge", x.DeceasedAge)
+	dst = appendOne(dst, "deceasedRange", x.DeceasedRange)
+	dst = appendOne(dst, "deceasedDate", x.DeceasedDate)
+	dst = appendOne(dst, "deceasedString", x.DeceasedString)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "condition", x.Condition)
+	return dst, x.ID
+}
+
 // ResourceType returns "FamilyMemberHistory".
 func (x *FamilyMemberHistory) ResourceType() string { return "FamilyMemberHistory" }
 
@@ -451,6 +592,61 @@ func (x *FamilyMemberHistoryCondition) walk(w *walker) {
 	walkOne(w, "onsetPeriod", x.OnsetPeriod)
 	walkOne(w, "onsetString", x.OnsetString)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "contributedToDeath":
+		return appendOne(dst, name, x.ContributedToDeath), fieldName
+	case "onsetAge":
+		return appendOne(dst, name, x.OnsetAge), fieldName
+	case "onsetRange":
+		return appendOne(dst, name, x.OnsetRange), fieldName
+	case "onsetPeriod":
+		return appendOne(dst, name, x.OnsetPeriod), fieldName
+	case "onsetString":
+		return appendOne(dst, name, x.OnsetString), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "onset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "onsetAge", x.OnsetAge)
+		dst = appendOne(dst, "onsetRange", x.OnsetRange)
+		dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+		dst = appendOne(dst, "onsetString", x.OnsetString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *FamilyMemberHistoryCondition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "contributedToDeath", x.ContributedToDeath)
+	dst = appendOne(dst, "onsetAge", x.OnsetAge)
+	dst = appendOne(dst, "onsetRange", x.OnsetRange)
+	dst = appendOne(dst, "onsetPeriod", x.OnsetPeriod)
+	dst = appendOne(dst, "onsetString", x.OnsetString)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
 }
 
 func (x *FamilyMemberHistoryCondition) elementParts() (*string, *[]Extension) {

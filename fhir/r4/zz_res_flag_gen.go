@@ -142,6 +142,67 @@ func (x *Flag) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 }
 
+func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Flag) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "author", x.Author)
+	return dst, x.ID
+}
+
 // ResourceType returns "Flag".
 func (x *Flag) ResourceType() string { return "Flag" }
 

@@ -202,6 +202,101 @@ func (x *Goal) walk(w *walker) {
 	walkMany(w, "outcomeReference", x.OutcomeReference)
 }
 
+func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "lifecycleStatus":
+		return appendOne(dst, name, x.LifecycleStatus), fieldName
+	case "achievementStatus":
+		return appendOne(dst, name, x.AchievementStatus), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "startDate":
+		return appendOne(dst, name, x.StartDate), fieldName
+	case "startCodeableConcept":
+		return appendOne(dst, name, x.StartCodeableConcept), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "statusDate":
+		return appendOne(dst, name, x.StatusDate), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "expressedBy":
+		return appendOne(dst, name, x.ExpressedBy), fieldName
+	case "addresses":
+		return appendMany(dst, name, x.Addresses), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "outcomeCode":
+		return appendMany(dst, name, x.OutcomeCode), fieldName
+	case "outcomeReference":
+		return appendMany(dst, name, x.OutcomeReference), fieldName
+	case "start":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "startDate", x.StartDate)
+		dst = appendOne(dst, "startCodeableConcept", x.StartCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Goal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "lifecycleStatus", x.LifecycleStatus)
+	dst = appendOne(dst, "achievementStatus", x.AchievementStatus)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "startDate", x.StartDate)
+	dst = appendOne(dst, "startCodeableConcept", x.StartCodeableConcept)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "expressedBy", x.ExpressedBy)
+	dst = appendMany(dst, "addresses", x.Addresses)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "outcomeCode", x.OutcomeCode)
+	dst = appendMany(dst, "outcomeReference", x.OutcomeReference)
+	return dst, x.ID
+}
+
 // ResourceType returns "Goal".
 func (x *Goal) ResourceType() string { return "Goal" }
 
@@ -380,6 +475,77 @@ func (x *GoalTarget) walk(w *walker) {
 	walkOne(w, "detailRatio", x.DetailRatio)
 	walkOne(w, "dueDate", x.DueDate)
 	walkOne(w, "dueDuration", x.DueDuration)
+}
+
+func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "measure":
+		return appendOne(dst, name, x.Measure), fieldName
+	case "detailQuantity":
+		return appendOne(dst, name, x.DetailQuantity), fieldName
+	case "detailRange":
+		return appendOne(dst, name, x.DetailRange), fieldName
+	case "detailCodeableConcept":
+		return appendOne(dst, name, x.DetailCodeableConcept), fieldName
+	case "detailString":
+		return appendOne(dst, name, x.DetailString), fieldName
+	case "detailBoolean":
+		return appendOne(dst, name, x.DetailBoolean), fieldName
+	case "detailInteger":
+		return appendOne(dst, name, x.DetailInteger), fieldName
+	case "detailRatio":
+		return appendOne(dst, name, x.DetailRatio), fieldName
+	case "dueDate":
+		return appendOne(dst, name, x.DueDate), fieldName
+	case "dueDuration":
+		return appendOne(dst, name, x.DueDuration), fieldName
+	case "detail":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "detailQuantity", x.DetailQuantity)
+		dst = appendOne(dst, "detailRange", x.DetailRange)
+		dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
+		dst = appendOne(dst, "detailString", x.DetailString)
+		dst = appendOne(dst, "detailBoolean", x.DetailBoolean)
+		dst = appendOne(dst, "detailInteger", x.DetailInteger)
+		dst = appendOne(dst, "detailRatio", x.DetailRatio)
+		return dst, choiceName
+	case "due":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "dueDate", x.DueDate)
+		dst = appendOne(dst, "dueDuration", x.DueDuration)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *GoalTarget) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "measure", x.Measure)
+	dst = appendOne(dst, "detailQuantity", x.DetailQuantity)
+	dst = appendOne(dst, "detailRange", x.DetailRange)
+	dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
+	dst = appendOne(dst, "detailString", x.DetailString)
+	dst = appendOne(dst, "detailBoolean", x.DetailBoolean)
+	dst = appendOne(dst, "detailInteger", x.DetailInteger)
+	dst = appendOne(dst, "detailRatio", x.DetailRatio)
+	dst = appendOne(dst, "dueDate", x.DueDate)
+	dst = appendOne(dst, "dueDuration", x.DueDuration)
+	return dst, x.ID
 }
 
 func (x *GoalTarget) elementParts() (*string, *[]Extension) {

@@ -204,6 +204,88 @@ func (x *GraphDefinition) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *GraphDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendMany(dst, "link", x.Link)
+	return dst, x.ID
+}
+
 // ResourceType returns "GraphDefinition".
 func (x *GraphDefinition) ResourceType() string { return "GraphDefinition" }
 
@@ -367,6 +449,46 @@ func (x *GraphDefinitionLink) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "sliceName":
+		return appendOne(dst, name, x.SliceName), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *GraphDefinitionLink) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "sliceName", x.SliceName)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "target", x.Target)
+	return dst, x.ID
+}
+
 func (x *GraphDefinitionLink) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -493,6 +615,43 @@ func (x *GraphDefinitionLinkTarget) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 	walkMany(w, "compartment", x.Compartment)
 	walkMany(w, "link", x.Link)
+}
+
+func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "params":
+		return appendOne(dst, name, x.Params), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "compartment":
+		return appendMany(dst, name, x.Compartment), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *GraphDefinitionLinkTarget) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "params", x.Params)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendMany(dst, "compartment", x.Compartment)
+	dst = appendMany(dst, "link", x.Link)
+	return dst, x.ID
 }
 
 func (x *GraphDefinitionLinkTarget) elementParts() (*string, *[]Extension) {
@@ -622,6 +781,43 @@ func (x *GraphDefinitionLinkTargetCompartment) walk(w *walker) {
 	walkOne(w, "rule", x.Rule)
 	walkOne(w, "expression", x.Expression)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "rule":
+		return appendOne(dst, name, x.Rule), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *GraphDefinitionLinkTargetCompartment) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "rule", x.Rule)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) elementParts() (*string, *[]Extension) {

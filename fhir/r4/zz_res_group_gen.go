@@ -162,6 +162,73 @@ func (x *Group) walk(w *walker) {
 	walkMany(w, "member", x.Member)
 }
 
+func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "actual":
+		return appendOne(dst, name, x.Actual), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "managingEntity":
+		return appendOne(dst, name, x.ManagingEntity), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	case "member":
+		return appendMany(dst, name, x.Member), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Group) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "actual", x.Actual)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "managingEntity", x.ManagingEntity)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	dst = appendMany(dst, "member", x.Member)
+	return dst, x.ID
+}
+
 // ResourceType returns "Group".
 func (x *Group) ResourceType() string { return "Group" }
 
@@ -320,6 +387,62 @@ func (x *GroupCharacteristic) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "exclude":
+		return appendOne(dst, name, x.Exclude), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *GroupCharacteristic) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "exclude", x.Exclude)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *GroupCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -429,6 +552,37 @@ func (x *GroupMember) walk(w *walker) {
 	walkOne(w, "entity", x.Entity)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "inactive", x.Inactive)
+}
+
+func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "entity":
+		return appendOne(dst, name, x.Entity), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "inactive":
+		return appendOne(dst, name, x.Inactive), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *GroupMember) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "entity", x.Entity)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "inactive", x.Inactive)
+	return dst, x.ID
 }
 
 func (x *GroupMember) elementParts() (*string, *[]Extension) {

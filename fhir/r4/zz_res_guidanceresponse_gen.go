@@ -202,6 +202,102 @@ func (x *GuidanceResponse) walk(w *walker) {
 	walkMany(w, "dataRequirement", x.DataRequirement)
 }
 
+func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "requestIdentifier":
+		return appendOne(dst, name, x.RequestIdentifier), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "moduleUri":
+		return appendOne(dst, name, x.ModuleURI), fieldName
+	case "moduleCanonical":
+		return appendOne(dst, name, x.ModuleCanonical), fieldName
+	case "moduleCodeableConcept":
+		return appendOne(dst, name, x.ModuleCodeableConcept), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "evaluationMessage":
+		return appendMany(dst, name, x.EvaluationMessage), fieldName
+	case "outputParameters":
+		return appendOne(dst, name, x.OutputParameters), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "dataRequirement":
+		return appendMany(dst, name, x.DataRequirement), fieldName
+	case "module":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "moduleUri", x.ModuleURI)
+		dst = appendOne(dst, "moduleCanonical", x.ModuleCanonical)
+		dst = appendOne(dst, "moduleCodeableConcept", x.ModuleCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *GuidanceResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "requestIdentifier", x.RequestIdentifier)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "moduleUri", x.ModuleURI)
+	dst = appendOne(dst, "moduleCanonical", x.ModuleCanonical)
+	dst = appendOne(dst, "moduleCodeableConcept", x.ModuleCodeableConcept)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "evaluationMessage", x.EvaluationMessage)
+	dst = appendOne(dst, "outputParameters", x.OutputParameters)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendMany(dst, "dataRequirement", x.DataRequirement)
+	return dst, x.ID
+}
+
 // ResourceType returns "GuidanceResponse".
 func (x *GuidanceResponse) ResourceType() string { return "GuidanceResponse" }
 

@@ -248,6 +248,115 @@ func (x *HealthcareService) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "providedBy":
+		return appendOne(dst, name, x.ProvidedBy), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "extraDetails":
+		return appendOne(dst, name, x.ExtraDetails), fieldName
+	case "photo":
+		return appendOne(dst, name, x.Photo), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "coverageArea":
+		return appendMany(dst, name, x.CoverageArea), fieldName
+	case "serviceProvisionCode":
+		return appendMany(dst, name, x.ServiceProvisionCode), fieldName
+	case "eligibility":
+		return appendMany(dst, name, x.Eligibility), fieldName
+	case "program":
+		return appendMany(dst, name, x.Program), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	case "referralMethod":
+		return appendMany(dst, name, x.ReferralMethod), fieldName
+	case "appointmentRequired":
+		return appendOne(dst, name, x.AppointmentRequired), fieldName
+	case "availableTime":
+		return appendMany(dst, name, x.AvailableTime), fieldName
+	case "notAvailable":
+		return appendMany(dst, name, x.NotAvailable), fieldName
+	case "availabilityExceptions":
+		return appendOne(dst, name, x.AvailabilityExceptions), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *HealthcareService) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "providedBy", x.ProvidedBy)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "extraDetails", x.ExtraDetails)
+	dst = appendOne(dst, "photo", x.Photo)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "coverageArea", x.CoverageArea)
+	dst = appendMany(dst, "serviceProvisionCode", x.ServiceProvisionCode)
+	dst = appendMany(dst, "eligibility", x.Eligibility)
+	dst = appendMany(dst, "program", x.Program)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	dst = appendMany(dst, "communication", x.Communication)
+	dst = appendMany(dst, "referralMethod", x.ReferralMethod)
+	dst = appendOne(dst, "appointmentRequired", x.AppointmentRequired)
+	dst = appendMany(dst, "availableTime", x.AvailableTime)
+	dst = appendMany(dst, "notAvailable", x.NotAvailable)
+	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst, x.ID
+}
+
 // ResourceType returns "HealthcareService".
 func (x *HealthcareService) ResourceType() string { return "HealthcareService" }
 
@@ -383,6 +492,34 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *HealthcareServiceEligibility) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
+}
+
 func (x *HealthcareServiceEligibility) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -499,6 +636,40 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "daysOfWeek":
+		return appendMany(dst, name, x.DaysOfWeek), fieldName
+	case "allDay":
+		return appendOne(dst, name, x.AllDay), fieldName
+	case "availableStartTime":
+		return appendOne(dst, name, x.AvailableStartTime), fieldName
+	case "availableEndTime":
+		return appendOne(dst, name, x.AvailableEndTime), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *HealthcareServiceAvailableTime) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
+	dst = appendOne(dst, "allDay", x.AllDay)
+	dst = appendOne(dst, "availableStartTime", x.AvailableStartTime)
+	dst = appendOne(dst, "availableEndTime", x.AvailableEndTime)
+	return dst, x.ID
+}
+
 func (x *HealthcareServiceAvailableTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -600,6 +771,34 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
+}
+
+func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "during":
+		return appendOne(dst, name, x.During), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *HealthcareServiceNotAvailable) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "during", x.During)
+	return dst, x.ID
 }
 
 func (x *HealthcareServiceNotAvailable) elementParts() (*string, *[]Extension) {

@@ -222,6 +222,103 @@ func (x *ImagingStudy) walk(w *walker) {
 	walkMany(w, "series", x.Series)
 }
 
+func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "modality":
+		return appendMany(dst, name, x.Modality), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "started":
+		return appendOne(dst, name, x.Started), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "referrer":
+		return appendOne(dst, name, x.Referrer), fieldName
+	case "interpreter":
+		return appendMany(dst, name, x.Interpreter), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	case "numberOfSeries":
+		return appendOne(dst, name, x.NumberOfSeries), fieldName
+	case "numberOfInstances":
+		return appendOne(dst, name, x.NumberOfInstances), fieldName
+	case "procedureReference":
+		return appendOne(dst, name, x.ProcedureReference), fieldName
+	case "procedureCode":
+		return appendMany(dst, name, x.ProcedureCode), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "series":
+		return appendMany(dst, name, x.Series), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImagingStudy) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "modality", x.Modality)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "started", x.Started)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "referrer", x.Referrer)
+	dst = appendMany(dst, "interpreter", x.Interpreter)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "numberOfSeries", x.NumberOfSeries)
+	dst = appendOne(dst, "numberOfInstances", x.NumberOfInstances)
+	dst = appendOne(dst, "procedureReference", x.ProcedureReference)
+	dst = appendMany(dst, "procedureCode", x.ProcedureCode)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "series", x.Series)
+	return dst, x.ID
+}
+
 // ResourceType returns "ImagingStudy".
 func (x *ImagingStudy) ResourceType() string { return "ImagingStudy" }
 
@@ -420,6 +517,64 @@ func (x *ImagingStudySeries) walk(w *walker) {
 	walkMany(w, "instance", x.Instance)
 }
 
+func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "uid":
+		return appendOne(dst, name, x.Uid), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "modality":
+		return appendOne(dst, name, x.Modality), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "numberOfInstances":
+		return appendOne(dst, name, x.NumberOfInstances), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "laterality":
+		return appendOne(dst, name, x.Laterality), fieldName
+	case "specimen":
+		return appendMany(dst, name, x.Specimen), fieldName
+	case "started":
+		return appendOne(dst, name, x.Started), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "instance":
+		return appendMany(dst, name, x.Instance), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImagingStudySeries) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uid", x.Uid)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "modality", x.Modality)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "numberOfInstances", x.NumberOfInstances)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "laterality", x.Laterality)
+	dst = appendMany(dst, "specimen", x.Specimen)
+	dst = appendOne(dst, "started", x.Started)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "instance", x.Instance)
+	return dst, x.ID
+}
+
 func (x *ImagingStudySeries) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -528,6 +683,34 @@ func (x *ImagingStudySeriesPerformer) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "function", x.Function)
 	walkOne(w, "actor", x.Actor)
+}
+
+func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImagingStudySeriesPerformer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst, x.ID
 }
 
 func (x *ImagingStudySeriesPerformer) elementParts() (*string, *[]Extension) {
@@ -641,6 +824,40 @@ func (x *ImagingStudySeriesInstance) walk(w *walker) {
 	walkOne(w, "sopClass", x.SopClass)
 	walkOne(w, "number", x.Number)
 	walkOne(w, "title", x.Title)
+}
+
+func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "uid":
+		return appendOne(dst, name, x.Uid), fieldName
+	case "sopClass":
+		return appendOne(dst, name, x.SopClass), fieldName
+	case "number":
+		return appendOne(dst, name, x.Number), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImagingStudySeriesInstance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uid", x.Uid)
+	dst = appendOne(dst, "sopClass", x.SopClass)
+	dst = appendOne(dst, "number", x.Number)
+	dst = appendOne(dst, "title", x.Title)
+	return dst, x.ID
 }
 
 func (x *ImagingStudySeriesInstance) elementParts() (*string, *[]Extension) {

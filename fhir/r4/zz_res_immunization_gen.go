@@ -282,6 +282,137 @@ func (x *Immunization) walk(w *walker) {
 	walkMany(w, "protocolApplied", x.ProtocolApplied)
 }
 
+func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "vaccineCode":
+		return appendOne(dst, name, x.VaccineCode), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrenceString":
+		return appendOne(dst, name, x.OccurrenceString), fieldName
+	case "recorded":
+		return appendOne(dst, name, x.Recorded), fieldName
+	case "primarySource":
+		return appendOne(dst, name, x.PrimarySource), fieldName
+	case "reportOrigin":
+		return appendOne(dst, name, x.ReportOrigin), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "manufacturer":
+		return appendOne(dst, name, x.Manufacturer), fieldName
+	case "lotNumber":
+		return appendOne(dst, name, x.LotNumber), fieldName
+	case "expirationDate":
+		return appendOne(dst, name, x.ExpirationDate), fieldName
+	case "site":
+		return appendOne(dst, name, x.Site), fieldName
+	case "route":
+		return appendOne(dst, name, x.Route), fieldName
+	case "doseQuantity":
+		return appendOne(dst, name, x.DoseQuantity), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "isSubpotent":
+		return appendOne(dst, name, x.IsSubpotent), fieldName
+	case "subpotentReason":
+		return appendMany(dst, name, x.SubpotentReason), fieldName
+	case "education":
+		return appendMany(dst, name, x.Education), fieldName
+	case "programEligibility":
+		return appendMany(dst, name, x.ProgramEligibility), fieldName
+	case "fundingSource":
+		return appendOne(dst, name, x.FundingSource), fieldName
+	case "reaction":
+		return appendMany(dst, name, x.Reaction), fieldName
+	case "protocolApplied":
+		return appendMany(dst, name, x.ProtocolApplied), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrenceString", x.OccurrenceString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Immunization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "vaccineCode", x.VaccineCode)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrenceString", x.OccurrenceString)
+	dst = appendOne(dst, "recorded", x.Recorded)
+	dst = appendOne(dst, "primarySource", x.PrimarySource)
+	dst = appendOne(dst, "reportOrigin", x.ReportOrigin)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "lotNumber", x.LotNumber)
+	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "route", x.Route)
+	dst = appendOne(dst, "doseQuantity", x.DoseQuantity)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "isSubpotent", x.IsSubpotent)
+	dst = appendMany(dst, "subpotentReason", x.SubpotentReason)
+	dst = appendMany(dst, "education", x.Education)
+	dst = appendMany(dst, "programEligibility", x.ProgramEligibility)
+	dst = appendOne(dst, "fundingSource", x.FundingSource)
+	dst = appendMany(dst, "reaction", x.Reaction)
+	dst = appendMany(dst, "protocolApplied", x.ProtocolApplied)
+	return dst, x.ID
+}
+
 // ResourceType returns "Immunization".
 func (x *Immunization) ResourceType() string { return "Immunization" }
 
@@ -422,6 +553,34 @@ func (x *ImmunizationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationPerformer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst, x.ID
+}
+
 func (x *ImmunizationPerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -537,6 +696,40 @@ func (x *ImmunizationEducation) walk(w *walker) {
 	walkOne(w, "presentationDate", x.PresentationDate)
 }
 
+func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "documentType":
+		return appendOne(dst, name, x.DocumentType), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "publicationDate":
+		return appendOne(dst, name, x.PublicationDate), fieldName
+	case "presentationDate":
+		return appendOne(dst, name, x.PresentationDate), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationEducation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "documentType", x.DocumentType)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "publicationDate", x.PublicationDate)
+	dst = appendOne(dst, "presentationDate", x.PresentationDate)
+	return dst, x.ID
+}
+
 func (x *ImmunizationEducation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -646,6 +839,37 @@ func (x *ImmunizationReaction) walk(w *walker) {
 	walkOne(w, "date", x.Date)
 	walkOne(w, "detail", x.Detail)
 	walkOne(w, "reported", x.Reported)
+}
+
+func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	case "reported":
+		return appendOne(dst, name, x.Reported), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationReaction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "detail", x.Detail)
+	dst = appendOne(dst, "reported", x.Reported)
+	return dst, x.ID
 }
 
 func (x *ImmunizationReaction) elementParts() (*string, *[]Extension) {
@@ -784,6 +1008,63 @@ func (x *ImmunizationProtocolApplied) walk(w *walker) {
 	walkOne(w, "doseNumberString", x.DoseNumberString)
 	walkOne(w, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
 	walkOne(w, "seriesDosesString", x.SeriesDosesString)
+}
+
+func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "series":
+		return appendOne(dst, name, x.Series), fieldName
+	case "authority":
+		return appendOne(dst, name, x.Authority), fieldName
+	case "targetDisease":
+		return appendMany(dst, name, x.TargetDisease), fieldName
+	case "doseNumberPositiveInt":
+		return appendOne(dst, name, x.DoseNumberPositiveInt), fieldName
+	case "doseNumberString":
+		return appendOne(dst, name, x.DoseNumberString), fieldName
+	case "seriesDosesPositiveInt":
+		return appendOne(dst, name, x.SeriesDosesPositiveInt), fieldName
+	case "seriesDosesString":
+		return appendOne(dst, name, x.SeriesDosesString), fieldName
+	case "doseNumber":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+		dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+		return dst, choiceName
+	case "seriesDoses":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+		dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationProtocolApplied) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "series", x.Series)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendMany(dst, "targetDisease", x.TargetDisease)
+	dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+	return dst, x.ID
 }
 
 func (x *ImmunizationProtocolApplied) elementParts() (*string, *[]Extension) {

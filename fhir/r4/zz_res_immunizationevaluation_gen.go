@@ -198,6 +198,102 @@ func (x *ImmunizationEvaluation) walk(w *walker) {
 	walkOne(w, "seriesDosesString", x.SeriesDosesString)
 }
 
+func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "authority":
+		return appendOne(dst, name, x.Authority), fieldName
+	case "targetDisease":
+		return appendOne(dst, name, x.TargetDisease), fieldName
+	case "immunizationEvent":
+		return appendOne(dst, name, x.ImmunizationEvent), fieldName
+	case "doseStatus":
+		return appendOne(dst, name, x.DoseStatus), fieldName
+	case "doseStatusReason":
+		return appendMany(dst, name, x.DoseStatusReason), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "series":
+		return appendOne(dst, name, x.Series), fieldName
+	case "doseNumberPositiveInt":
+		return appendOne(dst, name, x.DoseNumberPositiveInt), fieldName
+	case "doseNumberString":
+		return appendOne(dst, name, x.DoseNumberString), fieldName
+	case "seriesDosesPositiveInt":
+		return appendOne(dst, name, x.SeriesDosesPositiveInt), fieldName
+	case "seriesDosesString":
+		return appendOne(dst, name, x.SeriesDosesString), fieldName
+	case "doseNumber":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+		dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+		return dst, choiceName
+	case "seriesDoses":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+		dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationEvaluation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendOne(dst, "targetDisease", x.TargetDisease)
+	dst = appendOne(dst, "immunizationEvent", x.ImmunizationEvent)
+	dst = appendOne(dst, "doseStatus", x.DoseStatus)
+	dst = appendMany(dst, "doseStatusReason", x.DoseStatusReason)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "series", x.Series)
+	dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+	return dst, x.ID
+}
+
 // ResourceType returns "ImmunizationEvaluation".
 func (x *ImmunizationEvaluation) ResourceType() string { return "ImmunizationEvaluation" }
 

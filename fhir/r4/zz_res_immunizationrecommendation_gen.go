@@ -124,6 +124,58 @@ func (x *ImmunizationRecommendation) walk(w *walker) {
 	walkMany(w, "recommendation", x.Recommendation)
 }
 
+func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "authority":
+		return appendOne(dst, name, x.Authority), fieldName
+	case "recommendation":
+		return appendMany(dst, name, x.Recommendation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationRecommendation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendMany(dst, "recommendation", x.Recommendation)
+	return dst, x.ID
+}
+
 // ResourceType returns "ImmunizationRecommendation".
 func (x *ImmunizationRecommendation) ResourceType() string { return "ImmunizationRecommendation" }
 
@@ -317,6 +369,84 @@ func (x *ImmunizationRecommendationRecommendation) walk(w *walker) {
 	walkMany(w, "supportingPatientInformation", x.SupportingPatientInformation)
 }
 
+func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "vaccineCode":
+		return appendMany(dst, name, x.VaccineCode), fieldName
+	case "targetDisease":
+		return appendOne(dst, name, x.TargetDisease), fieldName
+	case "contraindicatedVaccineCode":
+		return appendMany(dst, name, x.ContraindicatedVaccineCode), fieldName
+	case "forecastStatus":
+		return appendOne(dst, name, x.ForecastStatus), fieldName
+	case "forecastReason":
+		return appendMany(dst, name, x.ForecastReason), fieldName
+	case "dateCriterion":
+		return appendMany(dst, name, x.DateCriterion), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "series":
+		return appendOne(dst, name, x.Series), fieldName
+	case "doseNumberPositiveInt":
+		return appendOne(dst, name, x.DoseNumberPositiveInt), fieldName
+	case "doseNumberString":
+		return appendOne(dst, name, x.DoseNumberString), fieldName
+	case "seriesDosesPositiveInt":
+		return appendOne(dst, name, x.SeriesDosesPositiveInt), fieldName
+	case "seriesDosesString":
+		return appendOne(dst, name, x.SeriesDosesString), fieldName
+	case "supportingImmunization":
+		return appendMany(dst, name, x.SupportingImmunization), fieldName
+	case "supportingPatientInformation":
+		return appendMany(dst, name, x.SupportingPatientInformation), fieldName
+	case "doseNumber":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+		dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+		return dst, choiceName
+	case "seriesDoses":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+		dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationRecommendationRecommendation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "vaccineCode", x.VaccineCode)
+	dst = appendOne(dst, "targetDisease", x.TargetDisease)
+	dst = appendMany(dst, "contraindicatedVaccineCode", x.ContraindicatedVaccineCode)
+	dst = appendOne(dst, "forecastStatus", x.ForecastStatus)
+	dst = appendMany(dst, "forecastReason", x.ForecastReason)
+	dst = appendMany(dst, "dateCriterion", x.DateCriterion)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "series", x.Series)
+	dst = appendOne(dst, "doseNumberPositiveInt", x.DoseNumberPositiveInt)
+	dst = appendOne(dst, "doseNumberString", x.DoseNumberString)
+	dst = appendOne(dst, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
+	dst = appendOne(dst, "seriesDosesString", x.SeriesDosesString)
+	dst = appendMany(dst, "supportingImmunization", x.SupportingImmunization)
+	dst = appendMany(dst, "supportingPatientInformation", x.SupportingPatientInformation)
+	return dst, x.ID
+}
+
 func (x *ImmunizationRecommendationRecommendation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -430,6 +560,34 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) walk(w *walker) 
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) elementParts() (*string, *[]Extension) {

@@ -238,6 +238,103 @@ func (x *ImplementationGuide) walk(w *walker) {
 	walkOne(w, "manifest", x.Manifest)
 }
 
+func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "packageId":
+		return appendOne(dst, name, x.PackageID), fieldName
+	case "license":
+		return appendOne(dst, name, x.License), fieldName
+	case "fhirVersion":
+		return appendMany(dst, name, x.FhirVersion), fieldName
+	case "dependsOn":
+		return appendMany(dst, name, x.DependsOn), fieldName
+	case "global":
+		return appendMany(dst, name, x.Global), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "manifest":
+		return appendOne(dst, name, x.Manifest), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuide) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "packageId", x.PackageID)
+	dst = appendOne(dst, "license", x.License)
+	dst = appendMany(dst, "fhirVersion", x.FhirVersion)
+	dst = appendMany(dst, "dependsOn", x.DependsOn)
+	dst = appendMany(dst, "global", x.Global)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "manifest", x.Manifest)
+	return dst, x.ID
+}
+
 // ResourceType returns "ImplementationGuide".
 func (x *ImplementationGuide) ResourceType() string { return "ImplementationGuide" }
 
@@ -386,6 +483,37 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "packageId":
+		return appendOne(dst, name, x.PackageID), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDependsOn) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "packageId", x.PackageID)
+	dst = appendOne(dst, "version", x.Version)
+	return dst, x.ID
+}
+
 func (x *ImplementationGuideDependsOn) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -487,6 +615,34 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "profile", x.Profile)
+}
+
+func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideGlobal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideGlobal) elementParts() (*string, *[]Extension) {
@@ -604,6 +760,43 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 	walkMany(w, "template", x.Template)
 }
 
+func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "grouping":
+		return appendMany(dst, name, x.Grouping), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "page":
+		return appendOne(dst, name, x.Page), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "template":
+		return appendMany(dst, name, x.Template), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "grouping", x.Grouping)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendOne(dst, "page", x.Page)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "template", x.Template)
+	return dst, x.ID
+}
+
 func (x *ImplementationGuideDefinition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -704,6 +897,34 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionGrouping) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionGrouping) elementParts() (*string, *[]Extension) {
@@ -845,6 +1066,56 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 	walkOne(w, "groupingId", x.GroupingID)
 }
 
+func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "fhirVersion":
+		return appendMany(dst, name, x.FhirVersion), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "exampleBoolean":
+		return appendOne(dst, name, x.ExampleBoolean), fieldName
+	case "exampleCanonical":
+		return appendOne(dst, name, x.ExampleCanonical), fieldName
+	case "groupingId":
+		return appendOne(dst, name, x.GroupingID), fieldName
+	case "example":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+		dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionResource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendMany(dst, "fhirVersion", x.FhirVersion)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+	dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+	dst = appendOne(dst, "groupingId", x.GroupingID)
+	return dst, x.ID
+}
+
 func (x *ImplementationGuideDefinitionResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -975,6 +1246,50 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 	walkMany(w, "page", x.Page)
 }
 
+func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "nameUrl":
+		return appendOne(dst, name, x.NameURL), fieldName
+	case "nameReference":
+		return appendOne(dst, name, x.NameReference), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "generation":
+		return appendOne(dst, name, x.Generation), fieldName
+	case "page":
+		return appendMany(dst, name, x.Page), fieldName
+	case "name":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "nameUrl", x.NameURL)
+		dst = appendOne(dst, "nameReference", x.NameReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionPage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "nameUrl", x.NameURL)
+	dst = appendOne(dst, "nameReference", x.NameReference)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "generation", x.Generation)
+	dst = appendMany(dst, "page", x.Page)
+	return dst, x.ID
+}
+
 func (x *ImplementationGuideDefinitionPage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1078,6 +1393,34 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionParameter) elementParts() (*string, *[]Extension) {
@@ -1187,6 +1530,37 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "source", x.Source)
 	walkOne(w, "scope", x.Scope)
+}
+
+func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "scope":
+		return appendOne(dst, name, x.Scope), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideDefinitionTemplate) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "scope", x.Scope)
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideDefinitionTemplate) elementParts() (*string, *[]Extension) {
@@ -1312,6 +1686,43 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 	walkMany(w, "other", x.Other)
 }
 
+func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "rendering":
+		return appendOne(dst, name, x.Rendering), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "page":
+		return appendMany(dst, name, x.Page), fieldName
+	case "image":
+		return appendMany(dst, name, x.Image), fieldName
+	case "other":
+		return appendMany(dst, name, x.Other), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideManifest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "rendering", x.Rendering)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendMany(dst, "page", x.Page)
+	dst = appendMany(dst, "image", x.Image)
+	dst = appendMany(dst, "other", x.Other)
+	return dst, x.ID
+}
+
 func (x *ImplementationGuideManifest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1431,6 +1842,47 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 	walkOne(w, "relativePath", x.RelativePath)
 }
 
+func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "reference":
+		return appendOne(dst, name, x.Reference), fieldName
+	case "exampleBoolean":
+		return appendOne(dst, name, x.ExampleBoolean), fieldName
+	case "exampleCanonical":
+		return appendOne(dst, name, x.ExampleCanonical), fieldName
+	case "relativePath":
+		return appendOne(dst, name, x.RelativePath), fieldName
+	case "example":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+		dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideManifestResource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "reference", x.Reference)
+	dst = appendOne(dst, "exampleBoolean", x.ExampleBoolean)
+	dst = appendOne(dst, "exampleCanonical", x.ExampleCanonical)
+	dst = appendOne(dst, "relativePath", x.RelativePath)
+	return dst, x.ID
+}
+
 func (x *ImplementationGuideManifestResource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1541,6 +1993,37 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkOne(w, "title", x.Title)
 	walkMany(w, "anchor", x.Anchor)
+}
+
+func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "anchor":
+		return appendMany(dst, name, x.Anchor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ImplementationGuideManifestPage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "anchor", x.Anchor)
+	return dst, x.ID
 }
 
 func (x *ImplementationGuideManifestPage) elementParts() (*string, *[]Extension) {

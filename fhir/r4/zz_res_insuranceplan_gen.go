@@ -182,6 +182,85 @@ func (x *InsurancePlan) walk(w *walker) {
 	walkMany(w, "plan", x.Plan)
 }
 
+func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "ownedBy":
+		return appendOne(dst, name, x.OwnedBy), fieldName
+	case "administeredBy":
+		return appendOne(dst, name, x.AdministeredBy), fieldName
+	case "coverageArea":
+		return appendMany(dst, name, x.CoverageArea), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "coverage":
+		return appendMany(dst, name, x.Coverage), fieldName
+	case "plan":
+		return appendMany(dst, name, x.Plan), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlan) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "ownedBy", x.OwnedBy)
+	dst = appendOne(dst, "administeredBy", x.AdministeredBy)
+	dst = appendMany(dst, "coverageArea", x.CoverageArea)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "coverage", x.Coverage)
+	dst = appendMany(dst, "plan", x.Plan)
+	return dst, x.ID
+}
+
 // ResourceType returns "InsurancePlan".
 func (x *InsurancePlan) ResourceType() string { return "InsurancePlan" }
 
@@ -314,6 +393,40 @@ func (x *InsurancePlanContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanContact) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	return dst, x.ID
+}
+
 func (x *InsurancePlanContact) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -415,6 +528,37 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "network", x.Network)
 	walkMany(w, "benefit", x.Benefit)
+}
+
+func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "benefit":
+		return appendMany(dst, name, x.Benefit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanCoverage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "benefit", x.Benefit)
+	return dst, x.ID
 }
 
 func (x *InsurancePlanCoverage) elementParts() (*string, *[]Extension) {
@@ -521,6 +665,37 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 	walkMany(w, "limit", x.Limit)
 }
 
+func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "requirement":
+		return appendOne(dst, name, x.Requirement), fieldName
+	case "limit":
+		return appendMany(dst, name, x.Limit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanCoverageBenefit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "requirement", x.Requirement)
+	dst = appendMany(dst, "limit", x.Limit)
+	return dst, x.ID
+}
+
 func (x *InsurancePlanCoverageBenefit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -616,6 +791,34 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "value", x.Value)
 	walkOne(w, "code", x.Code)
+}
+
+func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanCoverageBenefitLimit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "code", x.Code)
+	return dst, x.ID
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) elementParts() (*string, *[]Extension) {
@@ -737,6 +940,46 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 	walkMany(w, "specificCost", x.SpecificCost)
 }
 
+func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "coverageArea":
+		return appendMany(dst, name, x.CoverageArea), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "generalCost":
+		return appendMany(dst, name, x.GeneralCost), fieldName
+	case "specificCost":
+		return appendMany(dst, name, x.SpecificCost), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanPlan) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "coverageArea", x.CoverageArea)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "generalCost", x.GeneralCost)
+	dst = appendMany(dst, "specificCost", x.SpecificCost)
+	return dst, x.ID
+}
+
 func (x *InsurancePlanPlan) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -852,6 +1095,40 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "groupSize":
+		return appendOne(dst, name, x.GroupSize), fieldName
+	case "cost":
+		return appendOne(dst, name, x.Cost), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanPlanGeneralCost) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "groupSize", x.GroupSize)
+	dst = appendOne(dst, "cost", x.Cost)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
+}
+
 func (x *InsurancePlanPlanGeneralCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -951,6 +1228,34 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
+func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "benefit":
+		return appendMany(dst, name, x.Benefit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanPlanSpecificCost) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendMany(dst, "benefit", x.Benefit)
+	return dst, x.ID
+}
+
 func (x *InsurancePlanPlanSpecificCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1044,6 +1349,34 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "cost", x.Cost)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "cost":
+		return appendMany(dst, name, x.Cost), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "cost", x.Cost)
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) elementParts() (*string, *[]Extension) {
@@ -1151,6 +1484,40 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 	walkOne(w, "applicability", x.Applicability)
 	walkMany(w, "qualifiers", x.Qualifiers)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "applicability":
+		return appendOne(dst, name, x.Applicability), fieldName
+	case "qualifiers":
+		return appendMany(dst, name, x.Qualifiers), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "applicability", x.Applicability)
+	dst = appendMany(dst, "qualifiers", x.Qualifiers)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) elementParts() (*string, *[]Extension) {

@@ -196,6 +196,91 @@ func (x *Invoice) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "cancelledReason":
+		return appendOne(dst, name, x.CancelledReason), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "recipient":
+		return appendOne(dst, name, x.Recipient), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	case "account":
+		return appendOne(dst, name, x.Account), fieldName
+	case "lineItem":
+		return appendMany(dst, name, x.LineItem), fieldName
+	case "totalPriceComponent":
+		return appendMany(dst, name, x.TotalPriceComponent), fieldName
+	case "totalNet":
+		return appendOne(dst, name, x.TotalNet), fieldName
+	case "totalGross":
+		return appendOne(dst, name, x.TotalGross), fieldName
+	case "paymentTerms":
+		return appendOne(dst, name, x.PaymentTerms), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Invoice) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "cancelledReason", x.CancelledReason)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	dst = appendOne(dst, "account", x.Account)
+	dst = appendMany(dst, "lineItem", x.LineItem)
+	dst = appendMany(dst, "totalPriceComponent", x.TotalPriceComponent)
+	dst = appendOne(dst, "totalNet", x.TotalNet)
+	dst = appendOne(dst, "totalGross", x.TotalGross)
+	dst = appendOne(dst, "paymentTerms", x.PaymentTerms)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "Invoice".
 func (x *Invoice) ResourceType() string { return "Invoice" }
 
@@ -319,6 +404,34 @@ func (x *InvoiceParticipant) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InvoiceParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst, x.ID
+}
+
 func (x *InvoiceParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -426,6 +539,47 @@ func (x *InvoiceLineItem) walk(w *walker) {
 	walkOne(w, "chargeItemReference", x.ChargeItemReference)
 	walkOne(w, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
 	walkMany(w, "priceComponent", x.PriceComponent)
+}
+
+func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "chargeItemReference":
+		return appendOne(dst, name, x.ChargeItemReference), fieldName
+	case "chargeItemCodeableConcept":
+		return appendOne(dst, name, x.ChargeItemCodeableConcept), fieldName
+	case "priceComponent":
+		return appendMany(dst, name, x.PriceComponent), fieldName
+	case "chargeItem":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "chargeItemReference", x.ChargeItemReference)
+		dst = appendOne(dst, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *InvoiceLineItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "chargeItemReference", x.ChargeItemReference)
+	dst = appendOne(dst, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
+	dst = appendMany(dst, "priceComponent", x.PriceComponent)
+	return dst, x.ID
 }
 
 func (x *InvoiceLineItem) elementParts() (*string, *[]Extension) {
@@ -540,6 +694,40 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "factor":
+		return appendOne(dst, name, x.Factor), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *InvoiceLineItemPriceComponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "factor", x.Factor)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
 }
 
 func (x *InvoiceLineItemPriceComponent) elementParts() (*string, *[]Extension) {

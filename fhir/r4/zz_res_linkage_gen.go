@@ -112,6 +112,52 @@ func (x *Linkage) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Linkage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
+}
+
 // ResourceType returns "Linkage".
 func (x *Linkage) ResourceType() string { return "Linkage" }
 
@@ -219,6 +265,34 @@ func (x *LinkageItem) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "resource", x.Resource)
+}
+
+func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *LinkageItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "resource", x.Resource)
+	return dst, x.ID
 }
 
 func (x *LinkageItem) elementParts() (*string, *[]Extension) {

@@ -178,6 +178,82 @@ func (x *List) walk(w *walker) {
 	walkOne(w, "emptyReason", x.EmptyReason)
 }
 
+func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "orderedBy":
+		return appendOne(dst, name, x.OrderedBy), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "entry":
+		return appendMany(dst, name, x.Entry), fieldName
+	case "emptyReason":
+		return appendOne(dst, name, x.EmptyReason), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *List) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "orderedBy", x.OrderedBy)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "entry", x.Entry)
+	dst = appendOne(dst, "emptyReason", x.EmptyReason)
+	return dst, x.ID
+}
+
 // ResourceType returns "List".
 func (x *List) ResourceType() string { return "List" }
 
@@ -312,6 +388,40 @@ func (x *ListEntry) walk(w *walker) {
 	walkOne(w, "deleted", x.Deleted)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "item", x.Item)
+}
+
+func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "flag":
+		return appendOne(dst, name, x.Flag), fieldName
+	case "deleted":
+		return appendOne(dst, name, x.Deleted), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "item":
+		return appendOne(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ListEntry) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "flag", x.Flag)
+	dst = appendOne(dst, "deleted", x.Deleted)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "item", x.Item)
+	return dst, x.ID
 }
 
 func (x *ListEntry) elementParts() (*string, *[]Extension) {

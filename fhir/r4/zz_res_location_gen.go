@@ -206,6 +206,94 @@ func (x *Location) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "operationalStatus":
+		return appendOne(dst, name, x.OperationalStatus), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	case "physicalType":
+		return appendOne(dst, name, x.PhysicalType), fieldName
+	case "position":
+		return appendOne(dst, name, x.Position), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	case "hoursOfOperation":
+		return appendMany(dst, name, x.HoursOfOperation), fieldName
+	case "availabilityExceptions":
+		return appendOne(dst, name, x.AvailabilityExceptions), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Location) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "operationalStatus", x.OperationalStatus)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendOne(dst, "physicalType", x.PhysicalType)
+	dst = appendOne(dst, "position", x.Position)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "hoursOfOperation", x.HoursOfOperation)
+	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst, x.ID
+}
+
 // ResourceType returns "Location".
 func (x *Location) ResourceType() string { return "Location" }
 
@@ -344,6 +432,37 @@ func (x *LocationPosition) walk(w *walker) {
 	walkOne(w, "altitude", x.Altitude)
 }
 
+func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "longitude":
+		return appendOne(dst, name, x.Longitude), fieldName
+	case "latitude":
+		return appendOne(dst, name, x.Latitude), fieldName
+	case "altitude":
+		return appendOne(dst, name, x.Altitude), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *LocationPosition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "longitude", x.Longitude)
+	dst = appendOne(dst, "latitude", x.Latitude)
+	dst = appendOne(dst, "altitude", x.Altitude)
+	return dst, x.ID
+}
+
 func (x *LocationPosition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -461,6 +580,40 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 	walkOne(w, "allDay", x.AllDay)
 	walkOne(w, "openingTime", x.OpeningTime)
 	walkOne(w, "closingTime", x.ClosingTime)
+}
+
+func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "daysOfWeek":
+		return appendMany(dst, name, x.DaysOfWeek), fieldName
+	case "allDay":
+		return appendOne(dst, name, x.AllDay), fieldName
+	case "openingTime":
+		return appendOne(dst, name, x.OpeningTime), fieldName
+	case "closingTime":
+		return appendOne(dst, name, x.ClosingTime), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *LocationHoursOfOperation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
+	dst = appendOne(dst, "allDay", x.AllDay)
+	dst = appendOne(dst, "openingTime", x.OpeningTime)
+	dst = appendOne(dst, "closingTime", x.ClosingTime)
+	return dst, x.ID
 }
 
 func (x *LocationHoursOfOperation) elementParts() (*string, *[]Extension) {

@@ -390,6 +390,176 @@ func (x *Measure) walk(w *walker) {
 	walkMany(w, "supplementalData", x.SupplementalData)
 }
 
+func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "library":
+		return appendMany(dst, name, x.Library), fieldName
+	case "disclaimer":
+		return appendOne(dst, name, x.Disclaimer), fieldName
+	case "scoring":
+		return appendOne(dst, name, x.Scoring), fieldName
+	case "compositeScoring":
+		return appendOne(dst, name, x.CompositeScoring), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "riskAdjustment":
+		return appendOne(dst, name, x.RiskAdjustment), fieldName
+	case "rateAggregation":
+		return appendOne(dst, name, x.RateAggregation), fieldName
+	case "rationale":
+		return appendOne(dst, name, x.Rationale), fieldName
+	case "clinicalRecommendationStatement":
+		return appendOne(dst, name, x.ClinicalRecommendationStatement), fieldName
+	case "improvementNotation":
+		return appendOne(dst, name, x.ImprovementNotation), fieldName
+	case "definition":
+		return appendMany(dst, name, x.Definition), fieldName
+	case "guidance":
+		return appendOne(dst, name, x.Guidance), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "supplementalData":
+		return appendMany(dst, name, x.SupplementalData), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Measure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendOne(dst, "disclaimer", x.Disclaimer)
+	dst = appendOne(dst, "scoring", x.Scoring)
+	dst = appendOne(dst, "compositeScoring", x.CompositeScoring)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "riskAdjustment", x.RiskAdjustment)
+	dst = appendOne(dst, "rateAggregation", x.RateAggregation)
+	dst = appendOne(dst, "rationale", x.Rationale)
+	dst = appendOne(dst, "clinicalRecommendationStatement", x.ClinicalRecommendationStatement)
+	dst = appendOne(dst, "improvementNotation", x.ImprovementNotation)
+	dst = appendMany(dst, "definition", x.Definition)
+	dst = appendOne(dst, "guidance", x.Guidance)
+	dst = appendMany(dst, "group", x.Group)
+	dst = appendMany(dst, "supplementalData", x.SupplementalData)
+	return dst, x.ID
+}
+
 // ResourceType returns "Measure".
 func (x *Measure) ResourceType() string { return "Measure" }
 
@@ -572,6 +742,40 @@ func (x *MeasureGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	case "stratifier":
+		return appendMany(dst, name, x.Stratifier), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureGroup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "population", x.Population)
+	dst = appendMany(dst, "stratifier", x.Stratifier)
+	return dst, x.ID
+}
+
 func (x *MeasureGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -676,6 +880,37 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureGroupPopulation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	return dst, x.ID
 }
 
 func (x *MeasureGroupPopulation) elementParts() (*string, *[]Extension) {
@@ -789,6 +1024,40 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureGroupStratifier) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	dst = appendMany(dst, "component", x.Component)
+	return dst, x.ID
+}
+
 func (x *MeasureGroupStratifier) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -893,6 +1162,37 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureGroupStratifierComponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	return dst, x.ID
 }
 
 func (x *MeasureGroupStratifierComponent) elementParts() (*string, *[]Extension) {
@@ -1004,6 +1304,40 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 	walkMany(w, "usage", x.Usage)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
+}
+
+func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "usage":
+		return appendMany(dst, name, x.Usage), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureSupplementalData) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "usage", x.Usage)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	return dst, x.ID
 }
 
 func (x *MeasureSupplementalData) elementParts() (*string, *[]Extension) {

@@ -166,6 +166,76 @@ func (x *MeasureReport) walk(w *walker) {
 	walkMany(w, "evaluatedResource", x.EvaluatedResource)
 }
 
+func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "measure":
+		return appendOne(dst, name, x.Measure), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "reporter":
+		return appendOne(dst, name, x.Reporter), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "improvementNotation":
+		return appendOne(dst, name, x.ImprovementNotation), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	case "evaluatedResource":
+		return appendMany(dst, name, x.EvaluatedResource), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReport) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "measure", x.Measure)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "reporter", x.Reporter)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "improvementNotation", x.ImprovementNotation)
+	dst = appendMany(dst, "group", x.Group)
+	dst = appendMany(dst, "evaluatedResource", x.EvaluatedResource)
+	return dst, x.ID
+}
+
 // ResourceType returns "MeasureReport".
 func (x *MeasureReport) ResourceType() string { return "MeasureReport" }
 
@@ -296,6 +366,40 @@ func (x *MeasureReportGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	case "measureScore":
+		return appendOne(dst, name, x.MeasureScore), fieldName
+	case "stratifier":
+		return appendMany(dst, name, x.Stratifier), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReportGroup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "population", x.Population)
+	dst = appendOne(dst, "measureScore", x.MeasureScore)
+	dst = appendMany(dst, "stratifier", x.Stratifier)
+	return dst, x.ID
+}
+
 func (x *MeasureReportGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -401,6 +505,37 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
 
+func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "subjectResults":
+		return appendOne(dst, name, x.SubjectResults), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReportGroupPopulation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendOne(dst, "subjectResults", x.SubjectResults)
+	return dst, x.ID
+}
+
 func (x *MeasureReportGroupPopulation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -496,6 +631,34 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "code", x.Code)
 	walkMany(w, "stratum", x.Stratum)
+}
+
+func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "stratum":
+		return appendMany(dst, name, x.Stratum), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifier) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "stratum", x.Stratum)
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifier) elementParts() (*string, *[]Extension) {
@@ -605,6 +768,40 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 	walkOne(w, "measureScore", x.MeasureScore)
 }
 
+func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	case "measureScore":
+		return appendOne(dst, name, x.MeasureScore), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifierStratum) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendMany(dst, "component", x.Component)
+	dst = appendMany(dst, "population", x.Population)
+	dst = appendOne(dst, "measureScore", x.MeasureScore)
+	return dst, x.ID
+}
+
 func (x *MeasureReportGroupStratifierStratum) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -700,6 +897,34 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifierStratumComponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifierStratumComponent) elementParts() (*string, *[]Extension) {
@@ -803,6 +1028,37 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "count", x.Count)
 	walkOne(w, "subjectResults", x.SubjectResults)
+}
+
+func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "count":
+		return appendOne(dst, name, x.Count), fieldName
+	case "subjectResults":
+		return appendOne(dst, name, x.SubjectResults), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MeasureReportGroupStratifierStratumPopulation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "count", x.Count)
+	dst = appendOne(dst, "subjectResults", x.SubjectResults)
+	return dst, x.ID
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) elementParts() (*string, *[]Extension) {

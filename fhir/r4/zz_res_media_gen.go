@@ -246,6 +246,119 @@ func (x *Media) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "modality":
+		return appendOne(dst, name, x.Modality), fieldName
+	case "view":
+		return appendOne(dst, name, x.View), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "createdDateTime":
+		return appendOne(dst, name, x.CreatedDateTime), fieldName
+	case "createdPeriod":
+		return appendOne(dst, name, x.CreatedPeriod), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "operator":
+		return appendOne(dst, name, x.Operator), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "deviceName":
+		return appendOne(dst, name, x.DeviceName), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "height":
+		return appendOne(dst, name, x.Height), fieldName
+	case "width":
+		return appendOne(dst, name, x.Width), fieldName
+	case "frames":
+		return appendOne(dst, name, x.Frames), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "content":
+		return appendOne(dst, name, x.Content), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "created":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "createdDateTime", x.CreatedDateTime)
+		dst = appendOne(dst, "createdPeriod", x.CreatedPeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Media) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "modality", x.Modality)
+	dst = appendOne(dst, "view", x.View)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "createdDateTime", x.CreatedDateTime)
+	dst = appendOne(dst, "createdPeriod", x.CreatedPeriod)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendOne(dst, "operator", x.Operator)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "deviceName", x.DeviceName)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendOne(dst, "height", x.Height)
+	dst = appendOne(dst, "width", x.Width)
+	dst = appendOne(dst, "frames", x.Frames)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "content", x.Content)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "Media".
 func (x *Media) ResourceType() string { return "Media" }
 

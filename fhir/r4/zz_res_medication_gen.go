@@ -142,6 +142,67 @@ func (x *Medication) walk(w *walker) {
 	walkOne(w, "batch", x.Batch)
 }
 
+func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "manufacturer":
+		return appendOne(dst, name, x.Manufacturer), fieldName
+	case "form":
+		return appendOne(dst, name, x.Form), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "ingredient":
+		return appendMany(dst, name, x.Ingredient), fieldName
+	case "batch":
+		return appendOne(dst, name, x.Batch), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Medication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "form", x.Form)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendOne(dst, "batch", x.Batch)
+	return dst, x.ID
+}
+
 // ResourceType returns "Medication".
 func (x *Medication) ResourceType() string { return "Medication" }
 
@@ -268,6 +329,47 @@ func (x *MedicationIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
+func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "isActive":
+		return appendOne(dst, name, x.IsActive), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "item":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+		dst = appendOne(dst, "itemReference", x.ItemReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationIngredient) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "isActive", x.IsActive)
+	dst = appendOne(dst, "strength", x.Strength)
+	return dst, x.ID
+}
+
 func (x *MedicationIngredient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -368,6 +470,34 @@ func (x *MedicationBatch) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "lotNumber", x.LotNumber)
 	walkOne(w, "expirationDate", x.ExpirationDate)
+}
+
+func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "lotNumber":
+		return appendOne(dst, name, x.LotNumber), fieldName
+	case "expirationDate":
+		return appendOne(dst, name, x.ExpirationDate), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationBatch) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "lotNumber", x.LotNumber)
+	dst = appendOne(dst, "expirationDate", x.ExpirationDate)
+	return dst, x.ID
 }
 
 func (x *MedicationBatch) elementParts() (*string, *[]Extension) {

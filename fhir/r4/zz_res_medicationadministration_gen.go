@@ -224,6 +224,120 @@ func (x *MedicationAdministration) walk(w *walker) {
 	walkMany(w, "eventHistory", x.EventHistory)
 }
 
+func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiates":
+		return appendMany(dst, name, x.Instantiates), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendMany(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "medicationCodeableConcept":
+		return appendOne(dst, name, x.MedicationCodeableConcept), fieldName
+	case "medicationReference":
+		return appendOne(dst, name, x.MedicationReference), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "supportingInformation":
+		return appendMany(dst, name, x.SupportingInformation), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "device":
+		return appendMany(dst, name, x.Device), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "dosage":
+		return appendOne(dst, name, x.Dosage), fieldName
+	case "eventHistory":
+		return appendMany(dst, name, x.EventHistory), fieldName
+	case "medication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+		dst = appendOne(dst, "medicationReference", x.MedicationReference)
+		return dst, choiceName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationAdministration) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiates", x.Instantiates)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendMany(dst, "device", x.Device)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "dosage", x.Dosage)
+	dst = appendMany(dst, "eventHistory", x.EventHistory)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicationAdministration".
 func (x *MedicationAdministration) ResourceType() string { return "MedicationAdministration" }
 
@@ -351,6 +465,34 @@ func (x *MedicationAdministrationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationAdministrationPerformer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst, x.ID
+}
+
 func (x *MedicationAdministrationPerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -476,6 +618,56 @@ func (x *MedicationAdministrationDosage) walk(w *walker) {
 	walkOne(w, "dose", x.Dose)
 	walkOne(w, "rateRatio", x.RateRatio)
 	walkOne(w, "rateQuantity", x.RateQuantity)
+}
+
+func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "site":
+		return appendOne(dst, name, x.Site), fieldName
+	case "route":
+		return appendOne(dst, name, x.Route), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "dose":
+		return appendOne(dst, name, x.Dose), fieldName
+	case "rateRatio":
+		return appendOne(dst, name, x.RateRatio), fieldName
+	case "rateQuantity":
+		return appendOne(dst, name, x.RateQuantity), fieldName
+	case "rate":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "rateRatio", x.RateRatio)
+		dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationAdministrationDosage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "site", x.Site)
+	dst = appendOne(dst, "route", x.Route)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "dose", x.Dose)
+	dst = appendOne(dst, "rateRatio", x.RateRatio)
+	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+	return dst, x.ID
 }
 
 func (x *MedicationAdministrationDosage) elementParts() (*string, *[]Extension) {

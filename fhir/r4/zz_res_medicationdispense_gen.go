@@ -254,6 +254,135 @@ func (x *MedicationDispense) walk(w *walker) {
 	walkMany(w, "eventHistory", x.EventHistory)
 }
 
+func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReasonCodeableConcept":
+		return appendOne(dst, name, x.StatusReasonCodeableConcept), fieldName
+	case "statusReasonReference":
+		return appendOne(dst, name, x.StatusReasonReference), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "medicationCodeableConcept":
+		return appendOne(dst, name, x.MedicationCodeableConcept), fieldName
+	case "medicationReference":
+		return appendOne(dst, name, x.MedicationReference), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "supportingInformation":
+		return appendMany(dst, name, x.SupportingInformation), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "authorizingPrescription":
+		return appendMany(dst, name, x.AuthorizingPrescription), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "daysSupply":
+		return appendOne(dst, name, x.DaysSupply), fieldName
+	case "whenPrepared":
+		return appendOne(dst, name, x.WhenPrepared), fieldName
+	case "whenHandedOver":
+		return appendOne(dst, name, x.WhenHandedOver), fieldName
+	case "destination":
+		return appendOne(dst, name, x.Destination), fieldName
+	case "receiver":
+		return appendMany(dst, name, x.Receiver), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "dosageInstruction":
+		return appendMany(dst, name, x.DosageInstruction), fieldName
+	case "substitution":
+		return appendOne(dst, name, x.Substitution), fieldName
+	case "detectedIssue":
+		return appendMany(dst, name, x.DetectedIssue), fieldName
+	case "eventHistory":
+		return appendMany(dst, name, x.EventHistory), fieldName
+	case "statusReason":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "statusReasonCodeableConcept", x.StatusReasonCodeableConcept)
+		dst = appendOne(dst, "statusReasonReference", x.StatusReasonReference)
+		return dst, choiceName
+	case "medication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+		dst = appendOne(dst, "medicationReference", x.MedicationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationDispense) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReasonCodeableConcept", x.StatusReasonCodeableConcept)
+	dst = appendOne(dst, "statusReasonReference", x.StatusReasonReference)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "authorizingPrescription", x.AuthorizingPrescription)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "daysSupply", x.DaysSupply)
+	dst = appendOne(dst, "whenPrepared", x.WhenPrepared)
+	dst = appendOne(dst, "whenHandedOver", x.WhenHandedOver)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendMany(dst, "receiver", x.Receiver)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "dosageInstruction", x.DosageInstruction)
+	dst = appendOne(dst, "substitution", x.Substitution)
+	dst = appendMany(dst, "detectedIssue", x.DetectedIssue)
+	dst = appendMany(dst, "eventHistory", x.EventHistory)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicationDispense".
 func (x *MedicationDispense) ResourceType() string { return "MedicationDispense" }
 
@@ -386,6 +515,34 @@ func (x *MedicationDispensePerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationDispensePerformer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	return dst, x.ID
+}
+
 func (x *MedicationDispensePerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -493,6 +650,40 @@ func (x *MedicationDispenseSubstitution) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "reason", x.Reason)
 	walkMany(w, "responsibleParty", x.ResponsibleParty)
+}
+
+func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "wasSubstituted":
+		return appendOne(dst, name, x.WasSubstituted), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "reason":
+		return appendMany(dst, name, x.Reason), fieldName
+	case "responsibleParty":
+		return appendMany(dst, name, x.ResponsibleParty), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationDispenseSubstitution) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "wasSubstituted", x.WasSubstituted)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "responsibleParty", x.ResponsibleParty)
+	return dst, x.ID
 }
 
 func (x *MedicationDispenseSubstitution) elementParts() (*string, *[]Extension) {

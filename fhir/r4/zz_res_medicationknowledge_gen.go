@@ -230,6 +230,109 @@ func (x *MedicationKnowledge) walk(w *walker) {
 	walkMany(w, "kinetics", x.Kinetics)
 }
 
+func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "manufacturer":
+		return appendOne(dst, name, x.Manufacturer), fieldName
+	case "doseForm":
+		return appendOne(dst, name, x.DoseForm), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "synonym":
+		return appendMany(dst, name, x.Synonym), fieldName
+	case "relatedMedicationKnowledge":
+		return appendMany(dst, name, x.RelatedMedicationKnowledge), fieldName
+	case "associatedMedication":
+		return appendMany(dst, name, x.AssociatedMedication), fieldName
+	case "productType":
+		return appendMany(dst, name, x.ProductType), fieldName
+	case "monograph":
+		return appendMany(dst, name, x.Monograph), fieldName
+	case "ingredient":
+		return appendMany(dst, name, x.Ingredient), fieldName
+	case "preparationInstruction":
+		return appendOne(dst, name, x.PreparationInstruction), fieldName
+	case "intendedRoute":
+		return appendMany(dst, name, x.IntendedRoute), fieldName
+	case "cost":
+		return appendMany(dst, name, x.Cost), fieldName
+	case "monitoringProgram":
+		return appendMany(dst, name, x.MonitoringProgram), fieldName
+	case "administrationGuidelines":
+		return appendMany(dst, name, x.AdministrationGuidelines), fieldName
+	case "medicineClassification":
+		return appendMany(dst, name, x.MedicineClassification), fieldName
+	case "packaging":
+		return appendOne(dst, name, x.Packaging), fieldName
+	case "drugCharacteristic":
+		return appendMany(dst, name, x.DrugCharacteristic), fieldName
+	case "contraindication":
+		return appendMany(dst, name, x.Contraindication), fieldName
+	case "regulatory":
+		return appendMany(dst, name, x.Regulatory), fieldName
+	case "kinetics":
+		return appendMany(dst, name, x.Kinetics), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledge) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "doseForm", x.DoseForm)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendMany(dst, "synonym", x.Synonym)
+	dst = appendMany(dst, "relatedMedicationKnowledge", x.RelatedMedicationKnowledge)
+	dst = appendMany(dst, "associatedMedication", x.AssociatedMedication)
+	dst = appendMany(dst, "productType", x.ProductType)
+	dst = appendMany(dst, "monograph", x.Monograph)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendOne(dst, "preparationInstruction", x.PreparationInstruction)
+	dst = appendMany(dst, "intendedRoute", x.IntendedRoute)
+	dst = appendMany(dst, "cost", x.Cost)
+	dst = appendMany(dst, "monitoringProgram", x.MonitoringProgram)
+	dst = appendMany(dst, "administrationGuidelines", x.AdministrationGuidelines)
+	dst = appendMany(dst, "medicineClassification", x.MedicineClassification)
+	dst = appendOne(dst, "packaging", x.Packaging)
+	dst = appendMany(dst, "drugCharacteristic", x.DrugCharacteristic)
+	dst = appendMany(dst, "contraindication", x.Contraindication)
+	dst = appendMany(dst, "regulatory", x.Regulatory)
+	dst = appendMany(dst, "kinetics", x.Kinetics)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicationKnowledge".
 func (x *MedicationKnowledge) ResourceType() string { return "MedicationKnowledge" }
 
@@ -358,6 +461,34 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) walk(w *walker) {
 	walkMany(w, "reference", x.Reference)
 }
 
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "reference":
+		return appendMany(dst, name, x.Reference), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "reference", x.Reference)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -451,6 +582,34 @@ func (x *MedicationKnowledgeMonograph) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "source", x.Source)
+}
+
+func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeMonograph) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "source", x.Source)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeMonograph) elementParts() (*string, *[]Extension) {
@@ -562,6 +721,47 @@ func (x *MedicationKnowledgeIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
+func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "isActive":
+		return appendOne(dst, name, x.IsActive), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "item":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+		dst = appendOne(dst, "itemReference", x.ItemReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeIngredient) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "isActive", x.IsActive)
+	dst = appendOne(dst, "strength", x.Strength)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeIngredient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -668,6 +868,37 @@ func (x *MedicationKnowledgeCost) walk(w *walker) {
 	walkOne(w, "cost", x.Cost)
 }
 
+func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "cost":
+		return appendOne(dst, name, x.Cost), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeCost) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "cost", x.Cost)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeCost) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -765,6 +996,34 @@ func (x *MedicationKnowledgeMonitoringProgram) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "name", x.Name)
+}
+
+func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeMonitoringProgram) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeMonitoringProgram) elementParts() (*string, *[]Extension) {
@@ -875,6 +1134,47 @@ func (x *MedicationKnowledgeAdministrationGuidelines) walk(w *walker) {
 	walkMany(w, "patientCharacteristics", x.PatientCharacteristics)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "dosage":
+		return appendMany(dst, name, x.Dosage), fieldName
+	case "indicationCodeableConcept":
+		return appendOne(dst, name, x.IndicationCodeableConcept), fieldName
+	case "indicationReference":
+		return appendOne(dst, name, x.IndicationReference), fieldName
+	case "patientCharacteristics":
+		return appendMany(dst, name, x.PatientCharacteristics), fieldName
+	case "indication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+		dst = appendOne(dst, "indicationReference", x.IndicationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelines) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+	dst = appendOne(dst, "indicationReference", x.IndicationReference)
+	dst = appendMany(dst, "patientCharacteristics", x.PatientCharacteristics)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeAdministrationGuidelines) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -970,6 +1270,34 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkMany(w, "dosage", x.Dosage)
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "dosage":
+		return appendMany(dst, name, x.Dosage), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) elementParts() (*string, *[]Extension) {
@@ -1075,6 +1403,44 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walk
 	walkMany(w, "value", x.Value)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "characteristicCodeableConcept":
+		return appendOne(dst, name, x.CharacteristicCodeableConcept), fieldName
+	case "characteristicQuantity":
+		return appendOne(dst, name, x.CharacteristicQuantity), fieldName
+	case "value":
+		return appendMany(dst, name, x.Value), fieldName
+	case "characteristic":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "characteristicCodeableConcept", x.CharacteristicCodeableConcept)
+		dst = appendOne(dst, "characteristicQuantity", x.CharacteristicQuantity)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "characteristicCodeableConcept", x.CharacteristicCodeableConcept)
+	dst = appendOne(dst, "characteristicQuantity", x.CharacteristicQuantity)
+	dst = appendMany(dst, "value", x.Value)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1172,6 +1538,34 @@ func (x *MedicationKnowledgeMedicineClassification) walk(w *walker) {
 	walkMany(w, "classification", x.Classification)
 }
 
+func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "classification":
+		return appendMany(dst, name, x.Classification), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeMedicineClassification) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "classification", x.Classification)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeMedicineClassification) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1265,6 +1659,34 @@ func (x *MedicationKnowledgePackaging) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "quantity", x.Quantity)
+}
+
+func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgePackaging) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgePackaging) elementParts() (*string, *[]Extension) {
@@ -1384,6 +1806,52 @@ func (x *MedicationKnowledgeDrugCharacteristic) walk(w *walker) {
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
 }
 
+func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeDrugCharacteristic) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeDrugCharacteristic) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1496,6 +1964,40 @@ func (x *MedicationKnowledgeRegulatory) walk(w *walker) {
 	walkOne(w, "maxDispense", x.MaxDispense)
 }
 
+func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "regulatoryAuthority":
+		return appendOne(dst, name, x.RegulatoryAuthority), fieldName
+	case "substitution":
+		return appendMany(dst, name, x.Substitution), fieldName
+	case "schedule":
+		return appendMany(dst, name, x.Schedule), fieldName
+	case "maxDispense":
+		return appendOne(dst, name, x.MaxDispense), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRegulatory) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "regulatoryAuthority", x.RegulatoryAuthority)
+	dst = appendMany(dst, "substitution", x.Substitution)
+	dst = appendMany(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "maxDispense", x.MaxDispense)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeRegulatory) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1595,6 +2097,34 @@ func (x *MedicationKnowledgeRegulatorySubstitution) walk(w *walker) {
 	walkOne(w, "allowed", x.Allowed)
 }
 
+func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "allowed":
+		return appendOne(dst, name, x.Allowed), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRegulatorySubstitution) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "allowed", x.Allowed)
+	return dst, x.ID
+}
+
 func (x *MedicationKnowledgeRegulatorySubstitution) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1683,6 +2213,31 @@ func (x *MedicationKnowledgeRegulatorySchedule) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "schedule", x.Schedule)
+}
+
+func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "schedule":
+		return appendOne(dst, name, x.Schedule), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRegulatorySchedule) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "schedule", x.Schedule)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRegulatorySchedule) elementParts() (*string, *[]Extension) {
@@ -1777,6 +2332,34 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) elementParts() (*string, *[]Extension) {
@@ -1878,6 +2461,37 @@ func (x *MedicationKnowledgeKinetics) walk(w *walker) {
 	walkMany(w, "areaUnderCurve", x.AreaUnderCurve)
 	walkMany(w, "lethalDose50", x.LethalDose50)
 	walkOne(w, "halfLifePeriod", x.HalfLifePeriod)
+}
+
+func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "areaUnderCurve":
+		return appendMany(dst, name, x.AreaUnderCurve), fieldName
+	case "lethalDose50":
+		return appendMany(dst, name, x.LethalDose50), fieldName
+	case "halfLifePeriod":
+		return appendOne(dst, name, x.HalfLifePeriod), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationKnowledgeKinetics) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "areaUnderCurve", x.AreaUnderCurve)
+	dst = appendMany(dst, "lethalDose50", x.LethalDose50)
+	dst = appendOne(dst, "halfLifePeriod", x.HalfLifePeriod)
+	return dst, x.ID
 }
 
 func (x *MedicationKnowledgeKinetics) elementParts() (*string, *[]Extension) {

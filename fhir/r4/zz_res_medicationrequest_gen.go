@@ -312,6 +312,159 @@ func (x *MedicationRequest) walk(w *walker) {
 	walkMany(w, "eventHistory", x.EventHistory)
 }
 
+func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "reportedBoolean":
+		return appendOne(dst, name, x.ReportedBoolean), fieldName
+	case "reportedReference":
+		return appendOne(dst, name, x.ReportedReference), fieldName
+	case "medicationCodeableConcept":
+		return appendOne(dst, name, x.MedicationCodeableConcept), fieldName
+	case "medicationReference":
+		return appendOne(dst, name, x.MedicationReference), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "supportingInformation":
+		return appendMany(dst, name, x.SupportingInformation), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "performerType":
+		return appendOne(dst, name, x.PerformerType), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "courseOfTherapyType":
+		return appendOne(dst, name, x.CourseOfTherapyType), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "dosageInstruction":
+		return appendMany(dst, name, x.DosageInstruction), fieldName
+	case "dispenseRequest":
+		return appendOne(dst, name, x.DispenseRequest), fieldName
+	case "substitution":
+		return appendOne(dst, name, x.Substitution), fieldName
+	case "priorPrescription":
+		return appendOne(dst, name, x.PriorPrescription), fieldName
+	case "detectedIssue":
+		return appendMany(dst, name, x.DetectedIssue), fieldName
+	case "eventHistory":
+		return appendMany(dst, name, x.EventHistory), fieldName
+	case "reported":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "reportedBoolean", x.ReportedBoolean)
+		dst = appendOne(dst, "reportedReference", x.ReportedReference)
+		return dst, choiceName
+	case "medication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+		dst = appendOne(dst, "medicationReference", x.MedicationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "reportedBoolean", x.ReportedBoolean)
+	dst = appendOne(dst, "reportedReference", x.ReportedReference)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendMany(dst, "supportingInformation", x.SupportingInformation)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendOne(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "courseOfTherapyType", x.CourseOfTherapyType)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "dosageInstruction", x.DosageInstruction)
+	dst = appendOne(dst, "dispenseRequest", x.DispenseRequest)
+	dst = appendOne(dst, "substitution", x.Substitution)
+	dst = appendOne(dst, "priorPrescription", x.PriorPrescription)
+	dst = appendMany(dst, "detectedIssue", x.DetectedIssue)
+	dst = appendMany(dst, "eventHistory", x.EventHistory)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicationRequest".
 func (x *MedicationRequest) ResourceType() string { return "MedicationRequest" }
 
@@ -489,6 +642,49 @@ func (x *MedicationRequestDispenseRequest) walk(w *walker) {
 	walkOne(w, "performer", x.Performer)
 }
 
+func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "initialFill":
+		return appendOne(dst, name, x.InitialFill), fieldName
+	case "dispenseInterval":
+		return appendOne(dst, name, x.DispenseInterval), fieldName
+	case "validityPeriod":
+		return appendOne(dst, name, x.ValidityPeriod), fieldName
+	case "numberOfRepeatsAllowed":
+		return appendOne(dst, name, x.NumberOfRepeatsAllowed), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "expectedSupplyDuration":
+		return appendOne(dst, name, x.ExpectedSupplyDuration), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationRequestDispenseRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "initialFill", x.InitialFill)
+	dst = appendOne(dst, "dispenseInterval", x.DispenseInterval)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	dst = appendOne(dst, "numberOfRepeatsAllowed", x.NumberOfRepeatsAllowed)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "expectedSupplyDuration", x.ExpectedSupplyDuration)
+	dst = appendOne(dst, "performer", x.Performer)
+	return dst, x.ID
+}
+
 func (x *MedicationRequestDispenseRequest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -588,6 +784,34 @@ func (x *MedicationRequestDispenseRequestInitialFill) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "duration", x.Duration)
+}
+
+func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationRequestDispenseRequestInitialFill) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "duration", x.Duration)
+	return dst, x.ID
 }
 
 func (x *MedicationRequestDispenseRequestInitialFill) elementParts() (*string, *[]Extension) {
@@ -691,6 +915,44 @@ func (x *MedicationRequestSubstitution) walk(w *walker) {
 	walkOne(w, "allowedBoolean", x.AllowedBoolean)
 	walkOne(w, "allowedCodeableConcept", x.AllowedCodeableConcept)
 	walkOne(w, "reason", x.Reason)
+}
+
+func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "allowedBoolean":
+		return appendOne(dst, name, x.AllowedBoolean), fieldName
+	case "allowedCodeableConcept":
+		return appendOne(dst, name, x.AllowedCodeableConcept), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "allowed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "allowedBoolean", x.AllowedBoolean)
+		dst = appendOne(dst, "allowedCodeableConcept", x.AllowedCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationRequestSubstitution) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "allowedBoolean", x.AllowedBoolean)
+	dst = appendOne(dst, "allowedCodeableConcept", x.AllowedCodeableConcept)
+	dst = appendOne(dst, "reason", x.Reason)
+	return dst, x.ID
 }
 
 func (x *MedicationRequestSubstitution) elementParts() (*string, *[]Extension) {

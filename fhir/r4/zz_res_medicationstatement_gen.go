@@ -212,6 +212,114 @@ func (x *MedicationStatement) walk(w *walker) {
 	walkMany(w, "dosage", x.Dosage)
 }
 
+func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendMany(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "medicationCodeableConcept":
+		return appendOne(dst, name, x.MedicationCodeableConcept), fieldName
+	case "medicationReference":
+		return appendOne(dst, name, x.MedicationReference), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "dateAsserted":
+		return appendOne(dst, name, x.DateAsserted), fieldName
+	case "informationSource":
+		return appendOne(dst, name, x.InformationSource), fieldName
+	case "derivedFrom":
+		return appendMany(dst, name, x.DerivedFrom), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "dosage":
+		return appendMany(dst, name, x.Dosage), fieldName
+	case "medication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+		dst = appendOne(dst, "medicationReference", x.MedicationReference)
+		return dst, choiceName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicationStatement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "dateAsserted", x.DateAsserted)
+	dst = appendOne(dst, "informationSource", x.InformationSource)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "dosage", x.Dosage)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicationStatement".
 func (x *MedicationStatement) ResourceType() string { return "MedicationStatement" }
 

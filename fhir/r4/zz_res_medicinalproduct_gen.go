@@ -214,6 +214,103 @@ func (x *MedicinalProduct) walk(w *walker) {
 	walkMany(w, "specialDesignation", x.SpecialDesignation)
 }
 
+func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "domain":
+		return appendOne(dst, name, x.Domain), fieldName
+	case "combinedPharmaceuticalDoseForm":
+		return appendOne(dst, name, x.CombinedPharmaceuticalDoseForm), fieldName
+	case "legalStatusOfSupply":
+		return appendOne(dst, name, x.LegalStatusOfSupply), fieldName
+	case "additionalMonitoringIndicator":
+		return appendOne(dst, name, x.AdditionalMonitoringIndicator), fieldName
+	case "specialMeasures":
+		return appendMany(dst, name, x.SpecialMeasures), fieldName
+	case "paediatricUseIndicator":
+		return appendOne(dst, name, x.PaediatricUseIndicator), fieldName
+	case "productClassification":
+		return appendMany(dst, name, x.ProductClassification), fieldName
+	case "marketingStatus":
+		return appendMany(dst, name, x.MarketingStatus), fieldName
+	case "pharmaceuticalProduct":
+		return appendMany(dst, name, x.PharmaceuticalProduct), fieldName
+	case "packagedMedicinalProduct":
+		return appendMany(dst, name, x.PackagedMedicinalProduct), fieldName
+	case "attachedDocument":
+		return appendMany(dst, name, x.AttachedDocument), fieldName
+	case "masterFile":
+		return appendMany(dst, name, x.MasterFile), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "clinicalTrial":
+		return appendMany(dst, name, x.ClinicalTrial), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "crossReference":
+		return appendMany(dst, name, x.CrossReference), fieldName
+	case "manufacturingBusinessOperation":
+		return appendMany(dst, name, x.ManufacturingBusinessOperation), fieldName
+	case "specialDesignation":
+		return appendMany(dst, name, x.SpecialDesignation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProduct) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "domain", x.Domain)
+	dst = appendOne(dst, "combinedPharmaceuticalDoseForm", x.CombinedPharmaceuticalDoseForm)
+	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
+	dst = appendOne(dst, "additionalMonitoringIndicator", x.AdditionalMonitoringIndicator)
+	dst = appendMany(dst, "specialMeasures", x.SpecialMeasures)
+	dst = appendOne(dst, "paediatricUseIndicator", x.PaediatricUseIndicator)
+	dst = appendMany(dst, "productClassification", x.ProductClassification)
+	dst = appendMany(dst, "marketingStatus", x.MarketingStatus)
+	dst = appendMany(dst, "pharmaceuticalProduct", x.PharmaceuticalProduct)
+	dst = appendMany(dst, "packagedMedicinalProduct", x.PackagedMedicinalProduct)
+	dst = appendMany(dst, "attachedDocument", x.AttachedDocument)
+	dst = appendMany(dst, "masterFile", x.MasterFile)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "clinicalTrial", x.ClinicalTrial)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "crossReference", x.CrossReference)
+	dst = appendMany(dst, "manufacturingBusinessOperation", x.ManufacturingBusinessOperation)
+	dst = appendMany(dst, "specialDesignation", x.SpecialDesignation)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProduct".
 func (x *MedicinalProduct) ResourceType() string { return "MedicinalProduct" }
 
@@ -346,6 +443,37 @@ func (x *MedicinalProductName) walk(w *walker) {
 	walkMany(w, "countryLanguage", x.CountryLanguage)
 }
 
+func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "productName":
+		return appendOne(dst, name, x.ProductName), fieldName
+	case "namePart":
+		return appendMany(dst, name, x.NamePart), fieldName
+	case "countryLanguage":
+		return appendMany(dst, name, x.CountryLanguage), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductName) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "productName", x.ProductName)
+	dst = appendMany(dst, "namePart", x.NamePart)
+	dst = appendMany(dst, "countryLanguage", x.CountryLanguage)
+	return dst, x.ID
+}
+
 func (x *MedicinalProductName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -443,6 +571,34 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "part", x.Part)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "part":
+		return appendOne(dst, name, x.Part), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductNameNamePart) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "part", x.Part)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductNameNamePart) elementParts() (*string, *[]Extension) {
@@ -545,6 +701,37 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 	walkOne(w, "country", x.Country)
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 	walkOne(w, "language", x.Language)
+}
+
+func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "country":
+		return appendOne(dst, name, x.Country), fieldName
+	case "jurisdiction":
+		return appendOne(dst, name, x.Jurisdiction), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductNameCountryLanguage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendOne(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "language", x.Language)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductNameCountryLanguage) elementParts() (*string, *[]Extension) {
@@ -667,6 +854,46 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 	walkOne(w, "confidentialityIndicator", x.ConfidentialityIndicator)
 	walkMany(w, "manufacturer", x.Manufacturer)
 	walkOne(w, "regulator", x.Regulator)
+}
+
+func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operationType":
+		return appendOne(dst, name, x.OperationType), fieldName
+	case "authorisationReferenceNumber":
+		return appendOne(dst, name, x.AuthorisationReferenceNumber), fieldName
+	case "effectiveDate":
+		return appendOne(dst, name, x.EffectiveDate), fieldName
+	case "confidentialityIndicator":
+		return appendOne(dst, name, x.ConfidentialityIndicator), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	case "regulator":
+		return appendOne(dst, name, x.Regulator), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductManufacturingBusinessOperation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operationType", x.OperationType)
+	dst = appendOne(dst, "authorisationReferenceNumber", x.AuthorisationReferenceNumber)
+	dst = appendOne(dst, "effectiveDate", x.EffectiveDate)
+	dst = appendOne(dst, "confidentialityIndicator", x.ConfidentialityIndicator)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendOne(dst, "regulator", x.Regulator)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) elementParts() (*string, *[]Extension) {
@@ -805,6 +1032,59 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
 	walkOne(w, "species", x.Species)
+}
+
+func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "intendedUse":
+		return appendOne(dst, name, x.IntendedUse), fieldName
+	case "indicationCodeableConcept":
+		return appendOne(dst, name, x.IndicationCodeableConcept), fieldName
+	case "indicationReference":
+		return appendOne(dst, name, x.IndicationReference), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "species":
+		return appendOne(dst, name, x.Species), fieldName
+	case "indication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+		dst = appendOne(dst, "indicationReference", x.IndicationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductSpecialDesignation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "intendedUse", x.IntendedUse)
+	dst = appendOne(dst, "indicationCodeableConcept", x.IndicationCodeableConcept)
+	dst = appendOne(dst, "indicationReference", x.IndicationReference)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "species", x.Species)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductSpecialDesignation) elementParts() (*string, *[]Extension) {

@@ -196,6 +196,91 @@ func (x *MedicinalProductAuthorization) walk(w *walker) {
 	walkOne(w, "procedure", x.Procedure)
 }
 
+func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "country":
+		return appendMany(dst, name, x.Country), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusDate":
+		return appendOne(dst, name, x.StatusDate), fieldName
+	case "restoreDate":
+		return appendOne(dst, name, x.RestoreDate), fieldName
+	case "validityPeriod":
+		return appendOne(dst, name, x.ValidityPeriod), fieldName
+	case "dataExclusivityPeriod":
+		return appendOne(dst, name, x.DataExclusivityPeriod), fieldName
+	case "dateOfFirstAuthorization":
+		return appendOne(dst, name, x.DateOfFirstAuthorization), fieldName
+	case "internationalBirthDate":
+		return appendOne(dst, name, x.InternationalBirthDate), fieldName
+	case "legalBasis":
+		return appendOne(dst, name, x.LegalBasis), fieldName
+	case "jurisdictionalAuthorization":
+		return appendMany(dst, name, x.JurisdictionalAuthorization), fieldName
+	case "holder":
+		return appendOne(dst, name, x.Holder), fieldName
+	case "regulator":
+		return appendOne(dst, name, x.Regulator), fieldName
+	case "procedure":
+		return appendOne(dst, name, x.Procedure), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductAuthorization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "country", x.Country)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "restoreDate", x.RestoreDate)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	dst = appendOne(dst, "dataExclusivityPeriod", x.DataExclusivityPeriod)
+	dst = appendOne(dst, "dateOfFirstAuthorization", x.DateOfFirstAuthorization)
+	dst = appendOne(dst, "internationalBirthDate", x.InternationalBirthDate)
+	dst = appendOne(dst, "legalBasis", x.LegalBasis)
+	dst = appendMany(dst, "jurisdictionalAuthorization", x.JurisdictionalAuthorization)
+	dst = appendOne(dst, "holder", x.Holder)
+	dst = appendOne(dst, "regulator", x.Regulator)
+	dst = appendOne(dst, "procedure", x.Procedure)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductAuthorization".
 func (x *MedicinalProductAuthorization) ResourceType() string { return "MedicinalProductAuthorization" }
 
@@ -337,6 +422,43 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walk(w *walke
 	walkOne(w, "validityPeriod", x.ValidityPeriod)
 }
 
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "country":
+		return appendOne(dst, name, x.Country), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "legalStatusOfSupply":
+		return appendOne(dst, name, x.LegalStatusOfSupply), fieldName
+	case "validityPeriod":
+		return appendOne(dst, name, x.ValidityPeriod), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "country", x.Country)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
+	dst = appendOne(dst, "validityPeriod", x.ValidityPeriod)
+	return dst, x.ID
+}
+
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -453,6 +575,50 @@ func (x *MedicinalProductAuthorizationProcedure) walk(w *walker) {
 	walkOne(w, "datePeriod", x.DatePeriod)
 	walkOne(w, "dateDateTime", x.DateDateTime)
 	walkMany(w, "application", x.Application)
+}
+
+func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "datePeriod":
+		return appendOne(dst, name, x.DatePeriod), fieldName
+	case "dateDateTime":
+		return appendOne(dst, name, x.DateDateTime), fieldName
+	case "application":
+		return appendMany(dst, name, x.Application), fieldName
+	case "date":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "datePeriod", x.DatePeriod)
+		dst = appendOne(dst, "dateDateTime", x.DateDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductAuthorizationProcedure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "datePeriod", x.DatePeriod)
+	dst = appendOne(dst, "dateDateTime", x.DateDateTime)
+	dst = appendMany(dst, "application", x.Application)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductAuthorizationProcedure) elementParts() (*string, *[]Extension) {

@@ -146,6 +146,70 @@ func (x *MedicinalProductIndication) walk(w *walker) {
 	walkMany(w, "population", x.Population)
 }
 
+func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "diseaseSymptomProcedure":
+		return appendOne(dst, name, x.DiseaseSymptomProcedure), fieldName
+	case "diseaseStatus":
+		return appendOne(dst, name, x.DiseaseStatus), fieldName
+	case "comorbidity":
+		return appendMany(dst, name, x.Comorbidity), fieldName
+	case "intendedEffect":
+		return appendOne(dst, name, x.IntendedEffect), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "otherTherapy":
+		return appendMany(dst, name, x.OtherTherapy), fieldName
+	case "undesirableEffect":
+		return appendMany(dst, name, x.UndesirableEffect), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIndication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "diseaseSymptomProcedure", x.DiseaseSymptomProcedure)
+	dst = appendOne(dst, "diseaseStatus", x.DiseaseStatus)
+	dst = appendMany(dst, "comorbidity", x.Comorbidity)
+	dst = appendOne(dst, "intendedEffect", x.IntendedEffect)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendMany(dst, "otherTherapy", x.OtherTherapy)
+	dst = appendMany(dst, "undesirableEffect", x.UndesirableEffect)
+	dst = appendMany(dst, "population", x.Population)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductIndication".
 func (x *MedicinalProductIndication) ResourceType() string { return "MedicinalProductIndication" }
 
@@ -262,6 +326,44 @@ func (x *MedicinalProductIndicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "therapyRelationshipType", x.TherapyRelationshipType)
 	walkOne(w, "medicationCodeableConcept", x.MedicationCodeableConcept)
 	walkOne(w, "medicationReference", x.MedicationReference)
+}
+
+func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "therapyRelationshipType":
+		return appendOne(dst, name, x.TherapyRelationshipType), fieldName
+	case "medicationCodeableConcept":
+		return appendOne(dst, name, x.MedicationCodeableConcept), fieldName
+	case "medicationReference":
+		return appendOne(dst, name, x.MedicationReference), fieldName
+	case "medication":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+		dst = appendOne(dst, "medicationReference", x.MedicationReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIndicationOtherTherapy) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "therapyRelationshipType", x.TherapyRelationshipType)
+	dst = appendOne(dst, "medicationCodeableConcept", x.MedicationCodeableConcept)
+	dst = appendOne(dst, "medicationReference", x.MedicationReference)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIndicationOtherTherapy) elementParts() (*string, *[]Extension) {

@@ -130,6 +130,61 @@ func (x *MedicinalProductIngredient) walk(w *walker) {
 	walkOne(w, "substance", x.Substance)
 }
 
+func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "allergenicIndicator":
+		return appendOne(dst, name, x.AllergenicIndicator), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	case "specifiedSubstance":
+		return appendMany(dst, name, x.SpecifiedSubstance), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredient) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "allergenicIndicator", x.AllergenicIndicator)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendMany(dst, "specifiedSubstance", x.SpecifiedSubstance)
+	dst = appendOne(dst, "substance", x.Substance)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductIngredient".
 func (x *MedicinalProductIngredient) ResourceType() string { return "MedicinalProductIngredient" }
 
@@ -250,6 +305,40 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 	walkOne(w, "group", x.Group)
 	walkOne(w, "confidentiality", x.Confidentiality)
 	walkMany(w, "strength", x.Strength)
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "group":
+		return appendOne(dst, name, x.Group), fieldName
+	case "confidentiality":
+		return appendOne(dst, name, x.Confidentiality), fieldName
+	case "strength":
+		return appendMany(dst, name, x.Strength), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "group", x.Group)
+	dst = appendOne(dst, "confidentiality", x.Confidentiality)
+	dst = appendMany(dst, "strength", x.Strength)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) elementParts() (*string, *[]Extension) {
@@ -381,6 +470,49 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 	walkMany(w, "referenceStrength", x.ReferenceStrength)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "presentation":
+		return appendOne(dst, name, x.Presentation), fieldName
+	case "presentationLowLimit":
+		return appendOne(dst, name, x.PresentationLowLimit), fieldName
+	case "concentration":
+		return appendOne(dst, name, x.Concentration), fieldName
+	case "concentrationLowLimit":
+		return appendOne(dst, name, x.ConcentrationLowLimit), fieldName
+	case "measurementPoint":
+		return appendOne(dst, name, x.MeasurementPoint), fieldName
+	case "country":
+		return appendMany(dst, name, x.Country), fieldName
+	case "referenceStrength":
+		return appendMany(dst, name, x.ReferenceStrength), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "presentation", x.Presentation)
+	dst = appendOne(dst, "presentationLowLimit", x.PresentationLowLimit)
+	dst = appendOne(dst, "concentration", x.Concentration)
+	dst = appendOne(dst, "concentrationLowLimit", x.ConcentrationLowLimit)
+	dst = appendOne(dst, "measurementPoint", x.MeasurementPoint)
+	dst = appendMany(dst, "country", x.Country)
+	dst = appendMany(dst, "referenceStrength", x.ReferenceStrength)
+	return dst, x.ID
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -502,6 +634,43 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	walkMany(w, "country", x.Country)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substance":
+		return appendOne(dst, name, x.Substance), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "strengthLowLimit":
+		return appendOne(dst, name, x.StrengthLowLimit), fieldName
+	case "measurementPoint":
+		return appendOne(dst, name, x.MeasurementPoint), fieldName
+	case "country":
+		return appendMany(dst, name, x.Country), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substance", x.Substance)
+	dst = appendOne(dst, "strength", x.Strength)
+	dst = appendOne(dst, "strengthLowLimit", x.StrengthLowLimit)
+	dst = appendOne(dst, "measurementPoint", x.MeasurementPoint)
+	dst = appendMany(dst, "country", x.Country)
+	return dst, x.ID
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -599,6 +768,34 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "strength", x.Strength)
+}
+
+func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "strength":
+		return appendMany(dst, name, x.Strength), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductIngredientSubstance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "strength", x.Strength)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductIngredientSubstance) elementParts() (*string, *[]Extension) {

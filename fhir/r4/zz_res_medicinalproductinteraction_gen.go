@@ -136,6 +136,64 @@ func (x *MedicinalProductInteraction) walk(w *walker) {
 	walkOne(w, "management", x.Management)
 }
 
+func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "interactant":
+		return appendMany(dst, name, x.Interactant), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "effect":
+		return appendOne(dst, name, x.Effect), fieldName
+	case "incidence":
+		return appendOne(dst, name, x.Incidence), fieldName
+	case "management":
+		return appendOne(dst, name, x.Management), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductInteraction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "interactant", x.Interactant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "effect", x.Effect)
+	dst = appendOne(dst, "incidence", x.Incidence)
+	dst = appendOne(dst, "management", x.Management)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductInteraction".
 func (x *MedicinalProductInteraction) ResourceType() string { return "MedicinalProductInteraction" }
 
@@ -245,6 +303,41 @@ func (x *MedicinalProductInteractionInteractant) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "itemReference", x.ItemReference)
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
+}
+
+func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "item":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "itemReference", x.ItemReference)
+		dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductInteractionInteractant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductInteractionInteractant) elementParts() (*string, *[]Extension) {

@@ -134,6 +134,64 @@ func (x *MedicinalProductManufactured) walk(w *walker) {
 	walkMany(w, "otherCharacteristics", x.OtherCharacteristics)
 }
 
+func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "manufacturedDoseForm":
+		return appendOne(dst, name, x.ManufacturedDoseForm), fieldName
+	case "unitOfPresentation":
+		return appendOne(dst, name, x.UnitOfPresentation), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	case "ingredient":
+		return appendMany(dst, name, x.Ingredient), fieldName
+	case "physicalCharacteristics":
+		return appendOne(dst, name, x.PhysicalCharacteristics), fieldName
+	case "otherCharacteristics":
+		return appendMany(dst, name, x.OtherCharacteristics), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductManufactured) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "manufacturedDoseForm", x.ManufacturedDoseForm)
+	dst = appendOne(dst, "unitOfPresentation", x.UnitOfPresentation)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
+	dst = appendMany(dst, "otherCharacteristics", x.OtherCharacteristics)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductManufactured".
 func (x *MedicinalProductManufactured) ResourceType() string { return "MedicinalProductManufactured" }
 

@@ -148,6 +148,70 @@ func (x *MedicinalProductPackaged) walk(w *walker) {
 	walkMany(w, "packageItem", x.PackageItem)
 }
 
+func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "legalStatusOfSupply":
+		return appendOne(dst, name, x.LegalStatusOfSupply), fieldName
+	case "marketingStatus":
+		return appendMany(dst, name, x.MarketingStatus), fieldName
+	case "marketingAuthorization":
+		return appendOne(dst, name, x.MarketingAuthorization), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	case "batchIdentifier":
+		return appendMany(dst, name, x.BatchIdentifier), fieldName
+	case "packageItem":
+		return appendMany(dst, name, x.PackageItem), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPackaged) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "legalStatusOfSupply", x.LegalStatusOfSupply)
+	dst = appendMany(dst, "marketingStatus", x.MarketingStatus)
+	dst = appendOne(dst, "marketingAuthorization", x.MarketingAuthorization)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	dst = appendMany(dst, "batchIdentifier", x.BatchIdentifier)
+	dst = appendMany(dst, "packageItem", x.PackageItem)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductPackaged".
 func (x *MedicinalProductPackaged) ResourceType() string { return "MedicinalProductPackaged" }
 
@@ -259,6 +323,34 @@ func (x *MedicinalProductPackagedBatchIdentifier) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "outerPackaging", x.OuterPackaging)
 	walkOne(w, "immediatePackaging", x.ImmediatePackaging)
+}
+
+func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "outerPackaging":
+		return appendOne(dst, name, x.OuterPackaging), fieldName
+	case "immediatePackaging":
+		return appendOne(dst, name, x.ImmediatePackaging), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPackagedBatchIdentifier) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "outerPackaging", x.OuterPackaging)
+	dst = appendOne(dst, "immediatePackaging", x.ImmediatePackaging)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPackagedBatchIdentifier) elementParts() (*string, *[]Extension) {
@@ -414,6 +506,64 @@ func (x *MedicinalProductPackagedPackageItem) walk(w *walker) {
 	walkMany(w, "otherCharacteristics", x.OtherCharacteristics)
 	walkMany(w, "shelfLifeStorage", x.ShelfLifeStorage)
 	walkMany(w, "manufacturer", x.Manufacturer)
+}
+
+func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "material":
+		return appendMany(dst, name, x.Material), fieldName
+	case "alternateMaterial":
+		return appendMany(dst, name, x.AlternateMaterial), fieldName
+	case "device":
+		return appendMany(dst, name, x.Device), fieldName
+	case "manufacturedItem":
+		return appendMany(dst, name, x.ManufacturedItem), fieldName
+	case "packageItem":
+		return appendMany(dst, name, x.PackageItem), fieldName
+	case "physicalCharacteristics":
+		return appendOne(dst, name, x.PhysicalCharacteristics), fieldName
+	case "otherCharacteristics":
+		return appendMany(dst, name, x.OtherCharacteristics), fieldName
+	case "shelfLifeStorage":
+		return appendMany(dst, name, x.ShelfLifeStorage), fieldName
+	case "manufacturer":
+		return appendMany(dst, name, x.Manufacturer), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPackagedPackageItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "material", x.Material)
+	dst = appendMany(dst, "alternateMaterial", x.AlternateMaterial)
+	dst = appendMany(dst, "device", x.Device)
+	dst = appendMany(dst, "manufacturedItem", x.ManufacturedItem)
+	dst = appendMany(dst, "packageItem", x.PackageItem)
+	dst = appendOne(dst, "physicalCharacteristics", x.PhysicalCharacteristics)
+	dst = appendMany(dst, "otherCharacteristics", x.OtherCharacteristics)
+	dst = appendMany(dst, "shelfLifeStorage", x.ShelfLifeStorage)
+	dst = appendMany(dst, "manufacturer", x.Manufacturer)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPackagedPackageItem) elementParts() (*string, *[]Extension) {

@@ -134,6 +134,64 @@ func (x *MedicinalProductPharmaceutical) walk(w *walker) {
 	walkMany(w, "routeOfAdministration", x.RouteOfAdministration)
 }
 
+func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "administrableDoseForm":
+		return appendOne(dst, name, x.AdministrableDoseForm), fieldName
+	case "unitOfPresentation":
+		return appendOne(dst, name, x.UnitOfPresentation), fieldName
+	case "ingredient":
+		return appendMany(dst, name, x.Ingredient), fieldName
+	case "device":
+		return appendMany(dst, name, x.Device), fieldName
+	case "characteristics":
+		return appendMany(dst, name, x.Characteristics), fieldName
+	case "routeOfAdministration":
+		return appendMany(dst, name, x.RouteOfAdministration), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceutical) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "administrableDoseForm", x.AdministrableDoseForm)
+	dst = appendOne(dst, "unitOfPresentation", x.UnitOfPresentation)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	dst = appendMany(dst, "device", x.Device)
+	dst = appendMany(dst, "characteristics", x.Characteristics)
+	dst = appendMany(dst, "routeOfAdministration", x.RouteOfAdministration)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductPharmaceutical".
 func (x *MedicinalProductPharmaceutical) ResourceType() string {
 	return "MedicinalProductPharmaceutical"
@@ -244,6 +302,34 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "status", x.Status)
+}
+
+func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalCharacteristics) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalCharacteristics) elementParts() (*string, *[]Extension) {
@@ -371,6 +457,49 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walk(w *walker) {
 	walkMany(w, "targetSpecies", x.TargetSpecies)
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "firstDose":
+		return appendOne(dst, name, x.FirstDose), fieldName
+	case "maxSingleDose":
+		return appendOne(dst, name, x.MaxSingleDose), fieldName
+	case "maxDosePerDay":
+		return appendOne(dst, name, x.MaxDosePerDay), fieldName
+	case "maxDosePerTreatmentPeriod":
+		return appendOne(dst, name, x.MaxDosePerTreatmentPeriod), fieldName
+	case "maxTreatmentPeriod":
+		return appendOne(dst, name, x.MaxTreatmentPeriod), fieldName
+	case "targetSpecies":
+		return appendMany(dst, name, x.TargetSpecies), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "firstDose", x.FirstDose)
+	dst = appendOne(dst, "maxSingleDose", x.MaxSingleDose)
+	dst = appendOne(dst, "maxDosePerDay", x.MaxDosePerDay)
+	dst = appendOne(dst, "maxDosePerTreatmentPeriod", x.MaxDosePerTreatmentPeriod)
+	dst = appendOne(dst, "maxTreatmentPeriod", x.MaxTreatmentPeriod)
+	dst = appendMany(dst, "targetSpecies", x.TargetSpecies)
+	return dst, x.ID
+}
+
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -469,6 +598,34 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walk(
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "withdrawalPeriod", x.WithdrawalPeriod)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "withdrawalPeriod":
+		return appendMany(dst, name, x.WithdrawalPeriod), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "withdrawalPeriod", x.WithdrawalPeriod)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) elementParts() (*string, *[]Extension) {
@@ -572,6 +729,37 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 	walkOne(w, "tissue", x.Tissue)
 	walkOne(w, "value", x.Value)
 	walkOne(w, "supportingInformation", x.SupportingInformation)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "tissue":
+		return appendOne(dst, name, x.Tissue), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "supportingInformation":
+		return appendOne(dst, name, x.SupportingInformation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "tissue", x.Tissue)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "supportingInformation", x.SupportingInformation)
+	return dst, x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) elementParts() (*string, *[]Extension) {

@@ -122,6 +122,58 @@ func (x *MedicinalProductUndesirableEffect) walk(w *walker) {
 	walkMany(w, "population", x.Population)
 }
 
+func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subject":
+		return appendMany(dst, name, x.Subject), fieldName
+	case "symptomConditionEffect":
+		return appendOne(dst, name, x.SymptomConditionEffect), fieldName
+	case "classification":
+		return appendOne(dst, name, x.Classification), fieldName
+	case "frequencyOfOccurrence":
+		return appendOne(dst, name, x.FrequencyOfOccurrence), fieldName
+	case "population":
+		return appendMany(dst, name, x.Population), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MedicinalProductUndesirableEffect) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "subject", x.Subject)
+	dst = appendOne(dst, "symptomConditionEffect", x.SymptomConditionEffect)
+	dst = appendOne(dst, "classification", x.Classification)
+	dst = appendOne(dst, "frequencyOfOccurrence", x.FrequencyOfOccurrence)
+	dst = appendMany(dst, "population", x.Population)
+	return dst, x.ID
+}
+
 // ResourceType returns "MedicinalProductUndesirableEffect".
 func (x *MedicinalProductUndesirableEffect) ResourceType() string {
 	return "MedicinalProductUndesirableEffect"

@@ -278,6 +278,125 @@ func (x *MessageDefinition) walk(w *walker) {
 	walkMany(w, "graph", x.Graph)
 }
 
+func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	case "parent":
+		return appendMany(dst, name, x.Parent), fieldName
+	case "eventCoding":
+		return appendOne(dst, name, x.EventCoding), fieldName
+	case "eventUri":
+		return appendOne(dst, name, x.EventURI), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "responseRequired":
+		return appendOne(dst, name, x.ResponseRequired), fieldName
+	case "allowedResponse":
+		return appendMany(dst, name, x.AllowedResponse), fieldName
+	case "graph":
+		return appendMany(dst, name, x.Graph), fieldName
+	case "event":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "eventCoding", x.EventCoding)
+		dst = appendOne(dst, "eventUri", x.EventURI)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "base", x.Base)
+	dst = appendMany(dst, "parent", x.Parent)
+	dst = appendOne(dst, "eventCoding", x.EventCoding)
+	dst = appendOne(dst, "eventUri", x.EventURI)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendOne(dst, "responseRequired", x.ResponseRequired)
+	dst = appendMany(dst, "allowedResponse", x.AllowedResponse)
+	dst = appendMany(dst, "graph", x.Graph)
+	return dst, x.ID
+}
+
 // ResourceType returns "MessageDefinition".
 func (x *MessageDefinition) ResourceType() string { return "MessageDefinition" }
 
@@ -444,6 +563,40 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 	walkOne(w, "max", x.Max)
 }
 
+func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageDefinitionFocus) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "profile", x.Profile)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	return dst, x.ID
+}
+
 func (x *MessageDefinitionFocus) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -547,6 +700,34 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "message", x.Message)
 	walkOne(w, "situation", x.Situation)
+}
+
+func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "message":
+		return appendOne(dst, name, x.Message), fieldName
+	case "situation":
+		return appendOne(dst, name, x.Situation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageDefinitionAllowedResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "message", x.Message)
+	dst = appendOne(dst, "situation", x.Situation)
+	return dst, x.ID
 }
 
 func (x *MessageDefinitionAllowedResponse) elementParts() (*string, *[]Extension) {

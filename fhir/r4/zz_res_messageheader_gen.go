@@ -168,6 +168,86 @@ func (x *MessageHeader) walk(w *walker) {
 	walkOne(w, "definition", x.Definition)
 }
 
+func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "eventCoding":
+		return appendOne(dst, name, x.EventCoding), fieldName
+	case "eventUri":
+		return appendOne(dst, name, x.EventURI), fieldName
+	case "destination":
+		return appendMany(dst, name, x.Destination), fieldName
+	case "sender":
+		return appendOne(dst, name, x.Sender), fieldName
+	case "enterer":
+		return appendOne(dst, name, x.Enterer), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "event":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "eventCoding", x.EventCoding)
+		dst = appendOne(dst, "eventUri", x.EventURI)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageHeader) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "eventCoding", x.EventCoding)
+	dst = appendOne(dst, "eventUri", x.EventURI)
+	dst = appendMany(dst, "destination", x.Destination)
+	dst = appendOne(dst, "sender", x.Sender)
+	dst = appendOne(dst, "enterer", x.Enterer)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendOne(dst, "definition", x.Definition)
+	return dst, x.ID
+}
+
 // ResourceType returns "MessageHeader".
 func (x *MessageHeader) ResourceType() string { return "MessageHeader" }
 
@@ -301,6 +381,40 @@ func (x *MessageHeaderDestination) walk(w *walker) {
 	walkOne(w, "receiver", x.Receiver)
 }
 
+func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	case "endpoint":
+		return appendOne(dst, name, x.Endpoint), fieldName
+	case "receiver":
+		return appendOne(dst, name, x.Receiver), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageHeaderDestination) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "receiver", x.Receiver)
+	return dst, x.ID
+}
+
 func (x *MessageHeaderDestination) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -426,6 +540,43 @@ func (x *MessageHeaderSource) walk(w *walker) {
 	walkOne(w, "endpoint", x.Endpoint)
 }
 
+func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "software":
+		return appendOne(dst, name, x.Software), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "contact":
+		return appendOne(dst, name, x.Contact), fieldName
+	case "endpoint":
+		return appendOne(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageHeaderSource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "software", x.Software)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "contact", x.Contact)
+	dst = appendOne(dst, "endpoint", x.Endpoint)
+	return dst, x.ID
+}
+
 func (x *MessageHeaderSource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -536,6 +687,37 @@ func (x *MessageHeaderResponse) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "code", x.Code)
 	walkOne(w, "details", x.Details)
+}
+
+func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "details":
+		return appendOne(dst, name, x.Details), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MessageHeaderResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "details", x.Details)
+	return dst, x.ID
 }
 
 func (x *MessageHeaderResponse) elementParts() (*string, *[]Extension) {

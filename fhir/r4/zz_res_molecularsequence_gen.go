@@ -196,6 +196,91 @@ func (x *MolecularSequence) walk(w *walker) {
 	walkMany(w, "structureVariant", x.StructureVariant)
 }
 
+func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "coordinateSystem":
+		return appendOne(dst, name, x.CoordinateSystem), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "specimen":
+		return appendOne(dst, name, x.Specimen), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "referenceSeq":
+		return appendOne(dst, name, x.ReferenceSeq), fieldName
+	case "variant":
+		return appendMany(dst, name, x.Variant), fieldName
+	case "observedSeq":
+		return appendOne(dst, name, x.ObservedSeq), fieldName
+	case "quality":
+		return appendMany(dst, name, x.Quality), fieldName
+	case "readCoverage":
+		return appendOne(dst, name, x.ReadCoverage), fieldName
+	case "repository":
+		return appendMany(dst, name, x.Repository), fieldName
+	case "pointer":
+		return appendMany(dst, name, x.Pointer), fieldName
+	case "structureVariant":
+		return appendMany(dst, name, x.StructureVariant), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequence) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "coordinateSystem", x.CoordinateSystem)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "specimen", x.Specimen)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "referenceSeq", x.ReferenceSeq)
+	dst = appendMany(dst, "variant", x.Variant)
+	dst = appendOne(dst, "observedSeq", x.ObservedSeq)
+	dst = appendMany(dst, "quality", x.Quality)
+	dst = appendOne(dst, "readCoverage", x.ReadCoverage)
+	dst = appendMany(dst, "repository", x.Repository)
+	dst = appendMany(dst, "pointer", x.Pointer)
+	dst = appendMany(dst, "structureVariant", x.StructureVariant)
+	return dst, x.ID
+}
+
 // ResourceType returns "MolecularSequence".
 func (x *MolecularSequence) ResourceType() string { return "MolecularSequence" }
 
@@ -373,6 +458,55 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 	walkOne(w, "windowEnd", x.WindowEnd)
 }
 
+func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "chromosome":
+		return appendOne(dst, name, x.Chromosome), fieldName
+	case "genomeBuild":
+		return appendOne(dst, name, x.GenomeBuild), fieldName
+	case "orientation":
+		return appendOne(dst, name, x.Orientation), fieldName
+	case "referenceSeqId":
+		return appendOne(dst, name, x.ReferenceSeqID), fieldName
+	case "referenceSeqPointer":
+		return appendOne(dst, name, x.ReferenceSeqPointer), fieldName
+	case "referenceSeqString":
+		return appendOne(dst, name, x.ReferenceSeqString), fieldName
+	case "strand":
+		return appendOne(dst, name, x.Strand), fieldName
+	case "windowStart":
+		return appendOne(dst, name, x.WindowStart), fieldName
+	case "windowEnd":
+		return appendOne(dst, name, x.WindowEnd), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceReferenceSeq) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "chromosome", x.Chromosome)
+	dst = appendOne(dst, "genomeBuild", x.GenomeBuild)
+	dst = appendOne(dst, "orientation", x.Orientation)
+	dst = appendOne(dst, "referenceSeqId", x.ReferenceSeqID)
+	dst = appendOne(dst, "referenceSeqPointer", x.ReferenceSeqPointer)
+	dst = appendOne(dst, "referenceSeqString", x.ReferenceSeqString)
+	dst = appendOne(dst, "strand", x.Strand)
+	dst = appendOne(dst, "windowStart", x.WindowStart)
+	dst = appendOne(dst, "windowEnd", x.WindowEnd)
+	return dst, x.ID
+}
+
 func (x *MolecularSequenceReferenceSeq) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -513,6 +647,46 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 	walkOne(w, "referenceAllele", x.ReferenceAllele)
 	walkOne(w, "cigar", x.Cigar)
 	walkOne(w, "variantPointer", x.VariantPointer)
+}
+
+func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "observedAllele":
+		return appendOne(dst, name, x.ObservedAllele), fieldName
+	case "referenceAllele":
+		return appendOne(dst, name, x.ReferenceAllele), fieldName
+	case "cigar":
+		return appendOne(dst, name, x.Cigar), fieldName
+	case "variantPointer":
+		return appendOne(dst, name, x.VariantPointer), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceVariant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "observedAllele", x.ObservedAllele)
+	dst = appendOne(dst, "referenceAllele", x.ReferenceAllele)
+	dst = appendOne(dst, "cigar", x.Cigar)
+	dst = appendOne(dst, "variantPointer", x.VariantPointer)
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceVariant) elementParts() (*string, *[]Extension) {
@@ -719,6 +893,73 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 	walkOne(w, "roc", x.Roc)
 }
 
+func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "standardSequence":
+		return appendOne(dst, name, x.StandardSequence), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "score":
+		return appendOne(dst, name, x.Score), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "truthTP":
+		return appendOne(dst, name, x.TruthTP), fieldName
+	case "queryTP":
+		return appendOne(dst, name, x.QueryTP), fieldName
+	case "truthFN":
+		return appendOne(dst, name, x.TruthFN), fieldName
+	case "queryFP":
+		return appendOne(dst, name, x.QueryFP), fieldName
+	case "gtFP":
+		return appendOne(dst, name, x.GtFP), fieldName
+	case "precision":
+		return appendOne(dst, name, x.Precision), fieldName
+	case "recall":
+		return appendOne(dst, name, x.Recall), fieldName
+	case "fScore":
+		return appendOne(dst, name, x.FScore), fieldName
+	case "roc":
+		return appendOne(dst, name, x.Roc), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceQuality) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "standardSequence", x.StandardSequence)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "score", x.Score)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "truthTP", x.TruthTP)
+	dst = appendOne(dst, "queryTP", x.QueryTP)
+	dst = appendOne(dst, "truthFN", x.TruthFN)
+	dst = appendOne(dst, "queryFP", x.QueryFP)
+	dst = appendOne(dst, "gtFP", x.GtFP)
+	dst = appendOne(dst, "precision", x.Precision)
+	dst = appendOne(dst, "recall", x.Recall)
+	dst = appendOne(dst, "fScore", x.FScore)
+	dst = appendOne(dst, "roc", x.Roc)
+	return dst, x.ID
+}
+
 func (x *MolecularSequenceQuality) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -882,6 +1123,49 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 	walkMany(w, "fMeasure", x.FMeasure)
 }
 
+func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "score":
+		return appendMany(dst, name, x.Score), fieldName
+	case "numTP":
+		return appendMany(dst, name, x.NumTP), fieldName
+	case "numFP":
+		return appendMany(dst, name, x.NumFP), fieldName
+	case "numFN":
+		return appendMany(dst, name, x.NumFN), fieldName
+	case "precision":
+		return appendMany(dst, name, x.Precision), fieldName
+	case "sensitivity":
+		return appendMany(dst, name, x.Sensitivity), fieldName
+	case "fMeasure":
+		return appendMany(dst, name, x.FMeasure), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceQualityRoc) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "score", x.Score)
+	dst = appendMany(dst, "numTP", x.NumTP)
+	dst = appendMany(dst, "numFP", x.NumFP)
+	dst = appendMany(dst, "numFN", x.NumFN)
+	dst = appendMany(dst, "precision", x.Precision)
+	dst = appendMany(dst, "sensitivity", x.Sensitivity)
+	dst = appendMany(dst, "fMeasure", x.FMeasure)
+	return dst, x.ID
+}
+
 func (x *MolecularSequenceQualityRoc) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1025,6 +1309,46 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 	walkOne(w, "readsetId", x.ReadsetID)
 }
 
+func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "datasetId":
+		return appendOne(dst, name, x.DatasetID), fieldName
+	case "variantsetId":
+		return appendOne(dst, name, x.VariantsetID), fieldName
+	case "readsetId":
+		return appendOne(dst, name, x.ReadsetID), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceRepository) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "datasetId", x.DatasetID)
+	dst = appendOne(dst, "variantsetId", x.VariantsetID)
+	dst = appendOne(dst, "readsetId", x.ReadsetID)
+	return dst, x.ID
+}
+
 func (x *MolecularSequenceRepository) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1152,6 +1476,43 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 	walkOne(w, "inner", x.Inner)
 }
 
+func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "variantType":
+		return appendOne(dst, name, x.VariantType), fieldName
+	case "exact":
+		return appendOne(dst, name, x.Exact), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "outer":
+		return appendOne(dst, name, x.Outer), fieldName
+	case "inner":
+		return appendOne(dst, name, x.Inner), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceStructureVariant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "variantType", x.VariantType)
+	dst = appendOne(dst, "exact", x.Exact)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendOne(dst, "outer", x.Outer)
+	dst = appendOne(dst, "inner", x.Inner)
+	return dst, x.ID
+}
+
 func (x *MolecularSequenceStructureVariant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1256,6 +1617,34 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
+func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceStructureVariantOuter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	return dst, x.ID
+}
+
 func (x *MolecularSequenceStructureVariantOuter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1355,6 +1744,34 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "start", x.Start)
 	walkOne(w, "end", x.End)
+}
+
+func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *MolecularSequenceStructureVariantInner) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	return dst, x.ID
 }
 
 func (x *MolecularSequenceStructureVariantInner) elementParts() (*string, *[]Extension) {

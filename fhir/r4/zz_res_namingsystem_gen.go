@@ -186,6 +186,82 @@ func (x *NamingSystem) walk(w *walker) {
 	walkMany(w, "uniqueId", x.UniqueID)
 }
 
+func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "uniqueId":
+		return appendMany(dst, name, x.UniqueID), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NamingSystem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendMany(dst, "uniqueId", x.UniqueID)
+	return dst, x.ID
+}
+
 // ResourceType returns "NamingSystem".
 func (x *NamingSystem) ResourceType() string { return "NamingSystem" }
 
@@ -334,6 +410,43 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 	walkOne(w, "comment", x.Comment)
 	walkOne(w, "period", x.Period)
+}
+
+func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NamingSystemUniqueId) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
 }
 
 func (x *NamingSystemUniqueId) elementParts() (*string, *[]Extension) {

@@ -206,6 +206,94 @@ func (x *NutritionOrder) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "instantiates":
+		return appendMany(dst, name, x.Instantiates), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "dateTime":
+		return appendOne(dst, name, x.DateTime), fieldName
+	case "orderer":
+		return appendOne(dst, name, x.Orderer), fieldName
+	case "allergyIntolerance":
+		return appendMany(dst, name, x.AllergyIntolerance), fieldName
+	case "foodPreferenceModifier":
+		return appendMany(dst, name, x.FoodPreferenceModifier), fieldName
+	case "excludeFoodModifier":
+		return appendMany(dst, name, x.ExcludeFoodModifier), fieldName
+	case "oralDiet":
+		return appendOne(dst, name, x.OralDiet), fieldName
+	case "supplement":
+		return appendMany(dst, name, x.Supplement), fieldName
+	case "enteralFormula":
+		return appendOne(dst, name, x.EnteralFormula), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrder) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "instantiates", x.Instantiates)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "dateTime", x.DateTime)
+	dst = appendOne(dst, "orderer", x.Orderer)
+	dst = appendMany(dst, "allergyIntolerance", x.AllergyIntolerance)
+	dst = appendMany(dst, "foodPreferenceModifier", x.FoodPreferenceModifier)
+	dst = appendMany(dst, "excludeFoodModifier", x.ExcludeFoodModifier)
+	dst = appendOne(dst, "oralDiet", x.OralDiet)
+	dst = appendMany(dst, "supplement", x.Supplement)
+	dst = appendOne(dst, "enteralFormula", x.EnteralFormula)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "NutritionOrder".
 func (x *NutritionOrder) ResourceType() string { return "NutritionOrder" }
 
@@ -358,6 +446,46 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
+func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "schedule":
+		return appendMany(dst, name, x.Schedule), fieldName
+	case "nutrient":
+		return appendMany(dst, name, x.Nutrient), fieldName
+	case "texture":
+		return appendMany(dst, name, x.Texture), fieldName
+	case "fluidConsistencyType":
+		return appendMany(dst, name, x.FluidConsistencyType), fieldName
+	case "instruction":
+		return appendOne(dst, name, x.Instruction), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrderOralDiet) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "schedule", x.Schedule)
+	dst = appendMany(dst, "nutrient", x.Nutrient)
+	dst = appendMany(dst, "texture", x.Texture)
+	dst = appendMany(dst, "fluidConsistencyType", x.FluidConsistencyType)
+	dst = appendOne(dst, "instruction", x.Instruction)
+	return dst, x.ID
+}
+
 func (x *NutritionOrderOralDiet) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -458,6 +586,34 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "modifier":
+		return appendOne(dst, name, x.Modifier), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrderOralDietNutrient) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
+}
+
 func (x *NutritionOrderOralDietNutrient) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -551,6 +707,34 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "modifier", x.Modifier)
 	walkOne(w, "foodType", x.FoodType)
+}
+
+func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "modifier":
+		return appendOne(dst, name, x.Modifier), fieldName
+	case "foodType":
+		return appendOne(dst, name, x.FoodType), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrderOralDietTexture) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "modifier", x.Modifier)
+	dst = appendOne(dst, "foodType", x.FoodType)
+	return dst, x.ID
 }
 
 func (x *NutritionOrderOralDietTexture) elementParts() (*string, *[]Extension) {
@@ -668,6 +852,43 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 	walkMany(w, "schedule", x.Schedule)
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "instruction", x.Instruction)
+}
+
+func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "productName":
+		return appendOne(dst, name, x.ProductName), fieldName
+	case "schedule":
+		return appendMany(dst, name, x.Schedule), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "instruction":
+		return appendOne(dst, name, x.Instruction), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrderSupplement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "productName", x.ProductName)
+	dst = appendMany(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "instruction", x.Instruction)
+	return dst, x.ID
 }
 
 func (x *NutritionOrderSupplement) elementParts() (*string, *[]Extension) {
@@ -818,6 +1039,55 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 	walkOne(w, "administrationInstruction", x.AdministrationInstruction)
 }
 
+func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "baseFormulaType":
+		return appendOne(dst, name, x.BaseFormulaType), fieldName
+	case "baseFormulaProductName":
+		return appendOne(dst, name, x.BaseFormulaProductName), fieldName
+	case "additiveType":
+		return appendOne(dst, name, x.AdditiveType), fieldName
+	case "additiveProductName":
+		return appendOne(dst, name, x.AdditiveProductName), fieldName
+	case "caloricDensity":
+		return appendOne(dst, name, x.CaloricDensity), fieldName
+	case "routeofAdministration":
+		return appendOne(dst, name, x.RouteofAdministration), fieldName
+	case "administration":
+		return appendMany(dst, name, x.Administration), fieldName
+	case "maxVolumeToDeliver":
+		return appendOne(dst, name, x.MaxVolumeToDeliver), fieldName
+	case "administrationInstruction":
+		return appendOne(dst, name, x.AdministrationInstruction), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrderEnteralFormula) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "baseFormulaType", x.BaseFormulaType)
+	dst = appendOne(dst, "baseFormulaProductName", x.BaseFormulaProductName)
+	dst = appendOne(dst, "additiveType", x.AdditiveType)
+	dst = appendOne(dst, "additiveProductName", x.AdditiveProductName)
+	dst = appendOne(dst, "caloricDensity", x.CaloricDensity)
+	dst = appendOne(dst, "routeofAdministration", x.RouteofAdministration)
+	dst = appendMany(dst, "administration", x.Administration)
+	dst = appendOne(dst, "maxVolumeToDeliver", x.MaxVolumeToDeliver)
+	dst = appendOne(dst, "administrationInstruction", x.AdministrationInstruction)
+	return dst, x.ID
+}
+
 func (x *NutritionOrderEnteralFormula) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -933,6 +1203,47 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "rateQuantity", x.RateQuantity)
 	walkOne(w, "rateRatio", x.RateRatio)
+}
+
+func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "schedule":
+		return appendOne(dst, name, x.Schedule), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "rateQuantity":
+		return appendOne(dst, name, x.RateQuantity), fieldName
+	case "rateRatio":
+		return appendOne(dst, name, x.RateRatio), fieldName
+	case "rate":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+		dst = appendOne(dst, "rateRatio", x.RateRatio)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *NutritionOrderEnteralFormulaAdministration) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "rateQuantity", x.RateQuantity)
+	dst = appendOne(dst, "rateRatio", x.RateRatio)
+	return dst, x.ID
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) elementParts() (*string, *[]Extension) {

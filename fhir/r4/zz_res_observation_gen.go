@@ -332,6 +332,179 @@ func (x *Observation) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "effectiveDateTime":
+		return appendOne(dst, name, x.EffectiveDateTime), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "effectiveTiming":
+		return appendOne(dst, name, x.EffectiveTiming), fieldName
+	case "effectiveInstant":
+		return appendOne(dst, name, x.EffectiveInstant), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "dataAbsentReason":
+		return appendOne(dst, name, x.DataAbsentReason), fieldName
+	case "interpretation":
+		return appendMany(dst, name, x.Interpretation), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "specimen":
+		return appendOne(dst, name, x.Specimen), fieldName
+	case "device":
+		return appendOne(dst, name, x.Device), fieldName
+	case "referenceRange":
+		return appendMany(dst, name, x.ReferenceRange), fieldName
+	case "hasMember":
+		return appendMany(dst, name, x.HasMember), fieldName
+	case "derivedFrom":
+		return appendMany(dst, name, x.DerivedFrom), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	case "effective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+		dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+		dst = appendOne(dst, "effectiveTiming", x.EffectiveTiming)
+		dst = appendOne(dst, "effectiveInstant", x.EffectiveInstant)
+		return dst, choiceName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Observation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "effectiveDateTime", x.EffectiveDateTime)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendOne(dst, "effectiveTiming", x.EffectiveTiming)
+	dst = appendOne(dst, "effectiveInstant", x.EffectiveInstant)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
+	dst = appendMany(dst, "interpretation", x.Interpretation)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "specimen", x.Specimen)
+	dst = appendOne(dst, "device", x.Device)
+	dst = appendMany(dst, "referenceRange", x.ReferenceRange)
+	dst = appendMany(dst, "hasMember", x.HasMember)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendMany(dst, "component", x.Component)
+	return dst, x.ID
+}
+
 // ResourceType returns "Observation".
 func (x *Observation) ResourceType() string { return "Observation" }
 
@@ -505,6 +678,46 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 	walkMany(w, "appliesTo", x.AppliesTo)
 	walkOne(w, "age", x.Age)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "low":
+		return appendOne(dst, name, x.Low), fieldName
+	case "high":
+		return appendOne(dst, name, x.High), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "appliesTo":
+		return appendMany(dst, name, x.AppliesTo), fieldName
+	case "age":
+		return appendOne(dst, name, x.Age), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ObservationReferenceRange) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "low", x.Low)
+	dst = appendOne(dst, "high", x.High)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "appliesTo", x.AppliesTo)
+	dst = appendOne(dst, "age", x.Age)
+	dst = appendOne(dst, "text", x.Text)
+	return dst, x.ID
 }
 
 func (x *ObservationReferenceRange) elementParts() (*string, *[]Extension) {
@@ -693,6 +906,89 @@ func (x *ObservationComponent) walk(w *walker) {
 	walkOne(w, "dataAbsentReason", x.DataAbsentReason)
 	walkMany(w, "interpretation", x.Interpretation)
 	walkMany(w, "referenceRange", x.ReferenceRange)
+}
+
+func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "dataAbsentReason":
+		return appendOne(dst, name, x.DataAbsentReason), fieldName
+	case "interpretation":
+		return appendMany(dst, name, x.Interpretation), fieldName
+	case "referenceRange":
+		return appendMany(dst, name, x.ReferenceRange), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ObservationComponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "dataAbsentReason", x.DataAbsentReason)
+	dst = appendMany(dst, "interpretation", x.Interpretation)
+	dst = appendMany(dst, "referenceRange", x.ReferenceRange)
+	return dst, x.ID
 }
 
 func (x *ObservationComponent) elementParts() (*string, *[]Extension) {

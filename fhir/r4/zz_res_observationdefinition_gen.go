@@ -176,6 +176,82 @@ func (x *ObservationDefinition) walk(w *walker) {
 	walkOne(w, "criticalCodedValueSet", x.CriticalCodedValueSet)
 }
 
+func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "permittedDataType":
+		return appendMany(dst, name, x.PermittedDataType), fieldName
+	case "multipleResultsAllowed":
+		return appendOne(dst, name, x.MultipleResultsAllowed), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "preferredReportName":
+		return appendOne(dst, name, x.PreferredReportName), fieldName
+	case "quantitativeDetails":
+		return appendOne(dst, name, x.QuantitativeDetails), fieldName
+	case "qualifiedInterval":
+		return appendMany(dst, name, x.QualifiedInterval), fieldName
+	case "validCodedValueSet":
+		return appendOne(dst, name, x.ValidCodedValueSet), fieldName
+	case "normalCodedValueSet":
+		return appendOne(dst, name, x.NormalCodedValueSet), fieldName
+	case "abnormalCodedValueSet":
+		return appendOne(dst, name, x.AbnormalCodedValueSet), fieldName
+	case "criticalCodedValueSet":
+		return appendOne(dst, name, x.CriticalCodedValueSet), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ObservationDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "permittedDataType", x.PermittedDataType)
+	dst = appendOne(dst, "multipleResultsAllowed", x.MultipleResultsAllowed)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "preferredReportName", x.PreferredReportName)
+	dst = appendOne(dst, "quantitativeDetails", x.QuantitativeDetails)
+	dst = appendMany(dst, "qualifiedInterval", x.QualifiedInterval)
+	dst = appendOne(dst, "validCodedValueSet", x.ValidCodedValueSet)
+	dst = appendOne(dst, "normalCodedValueSet", x.NormalCodedValueSet)
+	dst = appendOne(dst, "abnormalCodedValueSet", x.AbnormalCodedValueSet)
+	dst = appendOne(dst, "criticalCodedValueSet", x.CriticalCodedValueSet)
+	return dst, x.ID
+}
+
 // ResourceType returns "ObservationDefinition".
 func (x *ObservationDefinition) ResourceType() string { return "ObservationDefinition" }
 
@@ -309,6 +385,40 @@ func (x *ObservationDefinitionQuantitativeDetails) walk(w *walker) {
 	walkOne(w, "unit", x.Unit)
 	walkOne(w, "conversionFactor", x.ConversionFactor)
 	walkOne(w, "decimalPrecision", x.DecimalPrecision)
+}
+
+func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "customaryUnit":
+		return appendOne(dst, name, x.CustomaryUnit), fieldName
+	case "unit":
+		return appendOne(dst, name, x.Unit), fieldName
+	case "conversionFactor":
+		return appendOne(dst, name, x.ConversionFactor), fieldName
+	case "decimalPrecision":
+		return appendOne(dst, name, x.DecimalPrecision), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ObservationDefinitionQuantitativeDetails) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "customaryUnit", x.CustomaryUnit)
+	dst = appendOne(dst, "unit", x.Unit)
+	dst = appendOne(dst, "conversionFactor", x.ConversionFactor)
+	dst = appendOne(dst, "decimalPrecision", x.DecimalPrecision)
+	return dst, x.ID
 }
 
 func (x *ObservationDefinitionQuantitativeDetails) elementParts() (*string, *[]Extension) {
@@ -450,6 +560,52 @@ func (x *ObservationDefinitionQualifiedInterval) walk(w *walker) {
 	walkOne(w, "age", x.Age)
 	walkOne(w, "gestationalAge", x.GestationalAge)
 	walkOne(w, "condition", x.Condition)
+}
+
+func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "range":
+		return appendOne(dst, name, x.Range), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "appliesTo":
+		return appendMany(dst, name, x.AppliesTo), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "age":
+		return appendOne(dst, name, x.Age), fieldName
+	case "gestationalAge":
+		return appendOne(dst, name, x.GestationalAge), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ObservationDefinitionQualifiedInterval) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "range", x.Range)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendMany(dst, "appliesTo", x.AppliesTo)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "age", x.Age)
+	dst = appendOne(dst, "gestationalAge", x.GestationalAge)
+	dst = appendOne(dst, "condition", x.Condition)
+	return dst, x.ID
 }
 
 func (x *ObservationDefinitionQualifiedInterval) elementParts() (*string, *[]Extension) {

@@ -290,6 +290,121 @@ func (x *OperationDefinition) walk(w *walker) {
 	walkMany(w, "overload", x.Overload)
 }
 
+func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "affectsState":
+		return appendOne(dst, name, x.AffectsState), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	case "resource":
+		return appendMany(dst, name, x.Resource), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "instance":
+		return appendOne(dst, name, x.Instance), fieldName
+	case "inputProfile":
+		return appendOne(dst, name, x.InputProfile), fieldName
+	case "outputProfile":
+		return appendOne(dst, name, x.OutputProfile), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "overload":
+		return appendMany(dst, name, x.Overload), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "affectsState", x.AffectsState)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendOne(dst, "base", x.Base)
+	dst = appendMany(dst, "resource", x.Resource)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "instance", x.Instance)
+	dst = appendOne(dst, "inputProfile", x.InputProfile)
+	dst = appendOne(dst, "outputProfile", x.OutputProfile)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "overload", x.Overload)
+	return dst, x.ID
+}
+
 // ResourceType returns "OperationDefinition".
 func (x *OperationDefinition) ResourceType() string { return "OperationDefinition" }
 
@@ -510,6 +625,61 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
+func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "targetProfile":
+		return appendMany(dst, name, x.TargetProfile), fieldName
+	case "searchType":
+		return appendOne(dst, name, x.SearchType), fieldName
+	case "binding":
+		return appendOne(dst, name, x.Binding), fieldName
+	case "referencedFrom":
+		return appendMany(dst, name, x.ReferencedFrom), fieldName
+	case "part":
+		return appendMany(dst, name, x.Part), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationDefinitionParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "targetProfile", x.TargetProfile)
+	dst = appendOne(dst, "searchType", x.SearchType)
+	dst = appendOne(dst, "binding", x.Binding)
+	dst = appendMany(dst, "referencedFrom", x.ReferencedFrom)
+	dst = appendMany(dst, "part", x.Part)
+	return dst, x.ID
+}
+
 func (x *OperationDefinitionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -626,6 +796,34 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "strength":
+		return appendOne(dst, name, x.Strength), fieldName
+	case "valueSet":
+		return appendOne(dst, name, x.ValueSet), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationDefinitionParameterBinding) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "strength", x.Strength)
+	dst = appendOne(dst, "valueSet", x.ValueSet)
+	return dst, x.ID
+}
+
 func (x *OperationDefinitionParameterBinding) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -727,6 +925,34 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "sourceId":
+		return appendOne(dst, name, x.SourceID), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationDefinitionParameterReferencedFrom) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	return dst, x.ID
+}
+
 func (x *OperationDefinitionParameterReferencedFrom) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -826,6 +1052,34 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "parameterName", x.ParameterName)
 	walkOne(w, "comment", x.Comment)
+}
+
+func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "parameterName":
+		return appendMany(dst, name, x.ParameterName), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationDefinitionOverload) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "parameterName", x.ParameterName)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
 }
 
 func (x *OperationDefinitionOverload) elementParts() (*string, *[]Extension) {

@@ -98,6 +98,46 @@ func (x *OperationOutcome) walk(w *walker) {
 	walkMany(w, "issue", x.Issue)
 }
 
+func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "issue":
+		return appendMany(dst, name, x.Issue), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationOutcome) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "issue", x.Issue)
+	return dst, x.ID
+}
+
 // ResourceType returns "OperationOutcome".
 func (x *OperationOutcome) ResourceType() string { return "OperationOutcome" }
 
@@ -234,6 +274,46 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 	walkOne(w, "diagnostics", x.Diagnostics)
 	walkMany(w, "location", x.Location)
 	walkMany(w, "expression", x.Expression)
+}
+
+func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "severity":
+		return appendOne(dst, name, x.Severity), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "details":
+		return appendOne(dst, name, x.Details), fieldName
+	case "diagnostics":
+		return appendOne(dst, name, x.Diagnostics), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "expression":
+		return appendMany(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OperationOutcomeIssue) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "severity", x.Severity)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "details", x.Details)
+	dst = appendOne(dst, "diagnostics", x.Diagnostics)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendMany(dst, "expression", x.Expression)
+	return dst, x.ID
 }
 
 func (x *OperationOutcomeIssue) elementParts() (*string, *[]Extension) {

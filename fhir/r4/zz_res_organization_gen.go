@@ -158,6 +158,73 @@ func (x *Organization) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "alias":
+		return appendMany(dst, name, x.Alias), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "partOf":
+		return appendOne(dst, name, x.PartOf), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Organization) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "alias", x.Alias)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "partOf", x.PartOf)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst, x.ID
+}
+
 // ResourceType returns "Organization".
 func (x *Organization) ResourceType() string { return "Organization" }
 
@@ -284,6 +351,40 @@ func (x *OrganizationContact) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkMany(w, "telecom", x.Telecom)
 	walkOne(w, "address", x.Address)
+}
+
+func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OrganizationContact) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	return dst, x.ID
 }
 
 func (x *OrganizationContact) elementParts() (*string, *[]Extension) {

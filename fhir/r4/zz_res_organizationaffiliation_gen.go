@@ -166,6 +166,79 @@ func (x *OrganizationAffiliation) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "participatingOrganization":
+		return appendOne(dst, name, x.ParticipatingOrganization), fieldName
+	case "network":
+		return appendMany(dst, name, x.Network), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "healthcareService":
+		return appendMany(dst, name, x.HealthcareService), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *OrganizationAffiliation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "participatingOrganization", x.ParticipatingOrganization)
+	dst = appendMany(dst, "network", x.Network)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendMany(dst, "healthcareService", x.HealthcareService)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst, x.ID
+}
+
 // ResourceType returns "OrganizationAffiliation".
 func (x *OrganizationAffiliation) ResourceType() string { return "OrganizationAffiliation" }
 

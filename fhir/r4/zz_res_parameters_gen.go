@@ -74,6 +74,34 @@ func (x *Parameters) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 }
 
+func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Parameters) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	return dst, x.ID
+}
+
 // ResourceType returns "Parameters".
 func (x *Parameters) ResourceType() string { return "Parameters" }
 
@@ -518,6 +546,242 @@ func (x *ParametersParameter) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 	w.resource("resource", x.Resource)
 	walkMany(w, "part", x.Part)
+}
+
+func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueCanonical":
+		return appendOne(dst, name, x.ValueCanonical), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueId":
+		return appendOne(dst, name, x.ValueID), fieldName
+	case "valueInstant":
+		return appendOne(dst, name, x.ValueInstant), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueMarkdown":
+		return appendOne(dst, name, x.ValueMarkdown), fieldName
+	case "valueOid":
+		return appendOne(dst, name, x.ValueOID), fieldName
+	case "valuePositiveInt":
+		return appendOne(dst, name, x.ValuePositiveInt), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueUnsignedInt":
+		return appendOne(dst, name, x.ValueUnsignedInt), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueUrl":
+		return appendOne(dst, name, x.ValueURL), fieldName
+	case "valueUuid":
+		return appendOne(dst, name, x.ValueUUID), fieldName
+	case "valueAddress":
+		return appendOne(dst, name, x.ValueAddress), fieldName
+	case "valueAge":
+		return appendOne(dst, name, x.ValueAge), fieldName
+	case "valueAnnotation":
+		return appendOne(dst, name, x.ValueAnnotation), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueContactPoint":
+		return appendOne(dst, name, x.ValueContactPoint), fieldName
+	case "valueCount":
+		return appendOne(dst, name, x.ValueCount), fieldName
+	case "valueDistance":
+		return appendOne(dst, name, x.ValueDistance), fieldName
+	case "valueDuration":
+		return appendOne(dst, name, x.ValueDuration), fieldName
+	case "valueHumanName":
+		return appendOne(dst, name, x.ValueHumanName), fieldName
+	case "valueIdentifier":
+		return appendOne(dst, name, x.ValueIdentifier), fieldName
+	case "valueMoney":
+		return appendOne(dst, name, x.ValueMoney), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueSignature":
+		return appendOne(dst, name, x.ValueSignature), fieldName
+	case "valueTiming":
+		return appendOne(dst, name, x.ValueTiming), fieldName
+	case "valueContactDetail":
+		return appendOne(dst, name, x.ValueContactDetail), fieldName
+	case "valueContributor":
+		return appendOne(dst, name, x.ValueContributor), fieldName
+	case "valueDataRequirement":
+		return appendOne(dst, name, x.ValueDataRequirement), fieldName
+	case "valueExpression":
+		return appendOne(dst, name, x.ValueExpression), fieldName
+	case "valueParameterDefinition":
+		return appendOne(dst, name, x.ValueParameterDefinition), fieldName
+	case "valueRelatedArtifact":
+		return appendOne(dst, name, x.ValueRelatedArtifact), fieldName
+	case "valueTriggerDefinition":
+		return appendOne(dst, name, x.ValueTriggerDefinition), fieldName
+	case "valueUsageContext":
+		return appendOne(dst, name, x.ValueUsageContext), fieldName
+	case "valueDosage":
+		return appendOne(dst, name, x.ValueDosage), fieldName
+	case "valueMeta":
+		return appendOne(dst, name, x.ValueMeta), fieldName
+	case "resource":
+		return appendResource(dst, name, x.Resource), fieldName
+	case "part":
+		return appendMany(dst, name, x.Part), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueId", x.ValueID)
+		dst = appendOne(dst, "valueInstant", x.ValueInstant)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+		dst = appendOne(dst, "valueOid", x.ValueOID)
+		dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueUrl", x.ValueURL)
+		dst = appendOne(dst, "valueUuid", x.ValueUUID)
+		dst = appendOne(dst, "valueAddress", x.ValueAddress)
+		dst = appendOne(dst, "valueAge", x.ValueAge)
+		dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+		dst = appendOne(dst, "valueCount", x.ValueCount)
+		dst = appendOne(dst, "valueDistance", x.ValueDistance)
+		dst = appendOne(dst, "valueDuration", x.ValueDuration)
+		dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+		dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+		dst = appendOne(dst, "valueMoney", x.ValueMoney)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueSignature", x.ValueSignature)
+		dst = appendOne(dst, "valueTiming", x.ValueTiming)
+		dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+		dst = appendOne(dst, "valueContributor", x.ValueContributor)
+		dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+		dst = appendOne(dst, "valueExpression", x.ValueExpression)
+		dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+		dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+		dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+		dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+		dst = appendOne(dst, "valueDosage", x.ValueDosage)
+		dst = appendOne(dst, "valueMeta", x.ValueMeta)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ParametersParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	dst = appendResource(dst, "resource", x.Resource)
+	dst = appendMany(dst, "part", x.Part)
+	return dst, x.ID
 }
 
 func (x *ParametersParameter) elementParts() (*string, *[]Extension) {

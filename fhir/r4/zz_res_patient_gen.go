@@ -214,6 +214,111 @@ func (x *Patient) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "deceasedBoolean":
+		return appendOne(dst, name, x.DeceasedBoolean), fieldName
+	case "deceasedDateTime":
+		return appendOne(dst, name, x.DeceasedDateTime), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "maritalStatus":
+		return appendOne(dst, name, x.MaritalStatus), fieldName
+	case "multipleBirthBoolean":
+		return appendOne(dst, name, x.MultipleBirthBoolean), fieldName
+	case "multipleBirthInteger":
+		return appendOne(dst, name, x.MultipleBirthInteger), fieldName
+	case "photo":
+		return appendMany(dst, name, x.Photo), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	case "generalPractitioner":
+		return appendMany(dst, name, x.GeneralPractitioner), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "deceased":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "deceasedBoolean", x.DeceasedBoolean)
+		dst = appendOne(dst, "deceasedDateTime", x.DeceasedDateTime)
+		return dst, choiceName
+	case "multipleBirth":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "multipleBirthBoolean", x.MultipleBirthBoolean)
+		dst = appendOne(dst, "multipleBirthInteger", x.MultipleBirthInteger)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Patient) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendOne(dst, "deceasedBoolean", x.DeceasedBoolean)
+	dst = appendOne(dst, "deceasedDateTime", x.DeceasedDateTime)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "maritalStatus", x.MaritalStatus)
+	dst = appendOne(dst, "multipleBirthBoolean", x.MultipleBirthBoolean)
+	dst = appendOne(dst, "multipleBirthInteger", x.MultipleBirthInteger)
+	dst = appendMany(dst, "photo", x.Photo)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "communication", x.Communication)
+	dst = appendMany(dst, "generalPractitioner", x.GeneralPractitioner)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendMany(dst, "link", x.Link)
+	return dst, x.ID
+}
+
 // ResourceType returns "Patient".
 func (x *Patient) ResourceType() string { return "Patient" }
 
@@ -374,6 +479,49 @@ func (x *PatientContact) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "relationship":
+		return appendMany(dst, name, x.Relationship), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendOne(dst, name, x.Address), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PatientContact) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "address", x.Address)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "period", x.Period)
+	return dst, x.ID
+}
+
 func (x *PatientContact) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -477,6 +625,34 @@ func (x *PatientCommunication) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 }
 
+func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PatientCommunication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	return dst, x.ID
+}
+
 func (x *PatientCommunication) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -573,6 +749,34 @@ func (x *PatientLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "other", x.Other)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "other":
+		return appendOne(dst, name, x.Other), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PatientLink) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "other", x.Other)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
 }
 
 func (x *PatientLink) elementParts() (*string, *[]Extension) {

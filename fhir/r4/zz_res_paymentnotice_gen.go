@@ -170,6 +170,79 @@ func (x *PaymentNotice) walk(w *walker) {
 	walkOne(w, "paymentStatus", x.PaymentStatus)
 }
 
+func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "provider":
+		return appendOne(dst, name, x.Provider), fieldName
+	case "payment":
+		return appendOne(dst, name, x.Payment), fieldName
+	case "paymentDate":
+		return appendOne(dst, name, x.PaymentDate), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "recipient":
+		return appendOne(dst, name, x.Recipient), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "paymentStatus":
+		return appendOne(dst, name, x.PaymentStatus), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PaymentNotice) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "provider", x.Provider)
+	dst = appendOne(dst, "payment", x.Payment)
+	dst = appendOne(dst, "paymentDate", x.PaymentDate)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "recipient", x.Recipient)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "paymentStatus", x.PaymentStatus)
+	return dst, x.ID
+}
+
 // ResourceType returns "PaymentNotice".
 func (x *PaymentNotice) ResourceType() string { return "PaymentNotice" }
 

@@ -192,6 +192,88 @@ func (x *PaymentReconciliation) walk(w *walker) {
 	walkMany(w, "processNote", x.ProcessNote)
 }
 
+func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "paymentIssuer":
+		return appendOne(dst, name, x.PaymentIssuer), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "requestor":
+		return appendOne(dst, name, x.Requestor), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "disposition":
+		return appendOne(dst, name, x.Disposition), fieldName
+	case "paymentDate":
+		return appendOne(dst, name, x.PaymentDate), fieldName
+	case "paymentAmount":
+		return appendOne(dst, name, x.PaymentAmount), fieldName
+	case "paymentIdentifier":
+		return appendOne(dst, name, x.PaymentIdentifier), fieldName
+	case "detail":
+		return appendMany(dst, name, x.Detail), fieldName
+	case "formCode":
+		return appendOne(dst, name, x.FormCode), fieldName
+	case "processNote":
+		return appendMany(dst, name, x.ProcessNote), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PaymentReconciliation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "paymentIssuer", x.PaymentIssuer)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "requestor", x.Requestor)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "disposition", x.Disposition)
+	dst = appendOne(dst, "paymentDate", x.PaymentDate)
+	dst = appendOne(dst, "paymentAmount", x.PaymentAmount)
+	dst = appendOne(dst, "paymentIdentifier", x.PaymentIdentifier)
+	dst = appendMany(dst, "detail", x.Detail)
+	dst = appendOne(dst, "formCode", x.FormCode)
+	dst = appendMany(dst, "processNote", x.ProcessNote)
+	return dst, x.ID
+}
+
 // ResourceType returns "PaymentReconciliation".
 func (x *PaymentReconciliation) ResourceType() string { return "PaymentReconciliation" }
 
@@ -365,6 +447,58 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "predecessor":
+		return appendOne(dst, name, x.Predecessor), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "request":
+		return appendOne(dst, name, x.Request), fieldName
+	case "submitter":
+		return appendOne(dst, name, x.Submitter), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "responsible":
+		return appendOne(dst, name, x.Responsible), fieldName
+	case "payee":
+		return appendOne(dst, name, x.Payee), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PaymentReconciliationDetail) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "predecessor", x.Predecessor)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "request", x.Request)
+	dst = appendOne(dst, "submitter", x.Submitter)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "responsible", x.Responsible)
+	dst = appendOne(dst, "payee", x.Payee)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
+}
+
 func (x *PaymentReconciliationDetail) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -471,6 +605,34 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
+}
+
+func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PaymentReconciliationProcessNote) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "text", x.Text)
+	return dst, x.ID
 }
 
 func (x *PaymentReconciliationProcessNote) elementParts() (*string, *[]Extension) {

@@ -158,6 +158,73 @@ func (x *Person) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "photo":
+		return appendOne(dst, name, x.Photo), fieldName
+	case "managingOrganization":
+		return appendOne(dst, name, x.ManagingOrganization), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Person) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "photo", x.Photo)
+	dst = appendOne(dst, "managingOrganization", x.ManagingOrganization)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "link", x.Link)
+	return dst, x.ID
+}
+
 // ResourceType returns "Person".
 func (x *Person) ResourceType() string { return "Person" }
 
@@ -274,6 +341,34 @@ func (x *PersonLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "target", x.Target)
 	walkOne(w, "assurance", x.Assurance)
+}
+
+func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	case "assurance":
+		return appendOne(dst, name, x.Assurance), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PersonLink) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "assurance", x.Assurance)
+	return dst, x.ID
 }
 
 func (x *PersonLink) elementParts() (*string, *[]Extension) {

@@ -316,6 +316,146 @@ func (x *PlanDefinition) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "library":
+		return appendMany(dst, name, x.Library), fieldName
+	case "goal":
+		return appendMany(dst, name, x.Goal), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendMany(dst, "goal", x.Goal)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 // ResourceType returns "PlanDefinition".
 func (x *PlanDefinition) ResourceType() string { return "PlanDefinition" }
 
@@ -497,6 +637,49 @@ func (x *PlanDefinitionGoal) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "addresses":
+		return appendMany(dst, name, x.Addresses), fieldName
+	case "documentation":
+		return appendMany(dst, name, x.Documentation), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionGoal) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendMany(dst, "addresses", x.Addresses)
+	dst = appendMany(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "target", x.Target)
+	return dst, x.ID
+}
+
 func (x *PlanDefinitionGoal) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -613,6 +796,51 @@ func (x *PlanDefinitionGoalTarget) walk(w *walker) {
 	walkOne(w, "detailRange", x.DetailRange)
 	walkOne(w, "detailCodeableConcept", x.DetailCodeableConcept)
 	walkOne(w, "due", x.Due)
+}
+
+func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "measure":
+		return appendOne(dst, name, x.Measure), fieldName
+	case "detailQuantity":
+		return appendOne(dst, name, x.DetailQuantity), fieldName
+	case "detailRange":
+		return appendOne(dst, name, x.DetailRange), fieldName
+	case "detailCodeableConcept":
+		return appendOne(dst, name, x.DetailCodeableConcept), fieldName
+	case "due":
+		return appendOne(dst, name, x.Due), fieldName
+	case "detail":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "detailQuantity", x.DetailQuantity)
+		dst = appendOne(dst, "detailRange", x.DetailRange)
+		dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionGoalTarget) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "measure", x.Measure)
+	dst = appendOne(dst, "detailQuantity", x.DetailQuantity)
+	dst = appendOne(dst, "detailRange", x.DetailRange)
+	dst = appendOne(dst, "detailCodeableConcept", x.DetailCodeableConcept)
+	dst = appendOne(dst, "due", x.Due)
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionGoalTarget) elementParts() (*string, *[]Extension) {
@@ -935,6 +1163,155 @@ func (x *PlanDefinitionAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "prefix":
+		return appendOne(dst, name, x.Prefix), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "textEquivalent":
+		return appendOne(dst, name, x.TextEquivalent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "reason":
+		return appendMany(dst, name, x.Reason), fieldName
+	case "documentation":
+		return appendMany(dst, name, x.Documentation), fieldName
+	case "goalId":
+		return appendMany(dst, name, x.GoalID), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "trigger":
+		return appendMany(dst, name, x.Trigger), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "input":
+		return appendMany(dst, name, x.Input), fieldName
+	case "output":
+		return appendMany(dst, name, x.Output), fieldName
+	case "relatedAction":
+		return appendMany(dst, name, x.RelatedAction), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "timingAge":
+		return appendOne(dst, name, x.TimingAge), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingDuration":
+		return appendOne(dst, name, x.TimingDuration), fieldName
+	case "timingRange":
+		return appendOne(dst, name, x.TimingRange), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "groupingBehavior":
+		return appendOne(dst, name, x.GroupingBehavior), fieldName
+	case "selectionBehavior":
+		return appendOne(dst, name, x.SelectionBehavior), fieldName
+	case "requiredBehavior":
+		return appendOne(dst, name, x.RequiredBehavior), fieldName
+	case "precheckBehavior":
+		return appendOne(dst, name, x.PrecheckBehavior), fieldName
+	case "cardinalityBehavior":
+		return appendOne(dst, name, x.CardinalityBehavior), fieldName
+	case "definitionCanonical":
+		return appendOne(dst, name, x.DefinitionCanonical), fieldName
+	case "definitionUri":
+		return appendOne(dst, name, x.DefinitionURI), fieldName
+	case "transform":
+		return appendOne(dst, name, x.Transform), fieldName
+	case "dynamicValue":
+		return appendMany(dst, name, x.DynamicValue), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		dst = appendOne(dst, "timingAge", x.TimingAge)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingDuration", x.TimingDuration)
+		dst = appendOne(dst, "timingRange", x.TimingRange)
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		return dst, choiceName
+	case "definition":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+		dst = appendOne(dst, "definitionUri", x.DefinitionURI)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "prefix", x.Prefix)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "textEquivalent", x.TextEquivalent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendMany(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "goalId", x.GoalID)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendMany(dst, "trigger", x.Trigger)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "input", x.Input)
+	dst = appendMany(dst, "output", x.Output)
+	dst = appendMany(dst, "relatedAction", x.RelatedAction)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "timingAge", x.TimingAge)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingDuration", x.TimingDuration)
+	dst = appendOne(dst, "timingRange", x.TimingRange)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "groupingBehavior", x.GroupingBehavior)
+	dst = appendOne(dst, "selectionBehavior", x.SelectionBehavior)
+	dst = appendOne(dst, "requiredBehavior", x.RequiredBehavior)
+	dst = appendOne(dst, "precheckBehavior", x.PrecheckBehavior)
+	dst = appendOne(dst, "cardinalityBehavior", x.CardinalityBehavior)
+	dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "definitionUri", x.DefinitionURI)
+	dst = appendOne(dst, "transform", x.Transform)
+	dst = appendMany(dst, "dynamicValue", x.DynamicValue)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *PlanDefinitionAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1079,6 +1456,34 @@ func (x *PlanDefinitionActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionActionCondition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
+}
+
 func (x *PlanDefinitionActionCondition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1191,6 +1596,47 @@ func (x *PlanDefinitionActionRelatedAction) walk(w *walker) {
 	walkOne(w, "offsetRange", x.OffsetRange)
 }
 
+func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "actionId":
+		return appendOne(dst, name, x.ActionID), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "offsetDuration":
+		return appendOne(dst, name, x.OffsetDuration), fieldName
+	case "offsetRange":
+		return appendOne(dst, name, x.OffsetRange), fieldName
+	case "offset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+		dst = appendOne(dst, "offsetRange", x.OffsetRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionActionRelatedAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "actionId", x.ActionID)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+	dst = appendOne(dst, "offsetRange", x.OffsetRange)
+	return dst, x.ID
+}
+
 func (x *PlanDefinitionActionRelatedAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1292,6 +1738,34 @@ func (x *PlanDefinitionActionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionActionParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "role", x.Role)
+	return dst, x.ID
+}
+
 func (x *PlanDefinitionActionParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1388,6 +1862,34 @@ func (x *PlanDefinitionActionDynamicValue) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PlanDefinitionActionDynamicValue) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
 }
 
 func (x *PlanDefinitionActionDynamicValue) elementParts() (*string, *[]Extension) {

@@ -158,6 +158,73 @@ func (x *Practitioner) walk(w *walker) {
 	walkMany(w, "communication", x.Communication)
 }
 
+func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "photo":
+		return appendMany(dst, name, x.Photo), fieldName
+	case "qualification":
+		return appendMany(dst, name, x.Qualification), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Practitioner) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendMany(dst, "photo", x.Photo)
+	dst = appendMany(dst, "qualification", x.Qualification)
+	dst = appendMany(dst, "communication", x.Communication)
+	return dst, x.ID
+}
+
 // ResourceType returns "Practitioner".
 func (x *Practitioner) ResourceType() string { return "Practitioner" }
 
@@ -284,6 +351,40 @@ func (x *PractitionerQualification) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "period", x.Period)
 	walkOne(w, "issuer", x.Issuer)
+}
+
+func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "issuer":
+		return appendOne(dst, name, x.Issuer), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PractitionerQualification) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "issuer", x.Issuer)
+	return dst, x.ID
 }
 
 func (x *PractitionerQualification) elementParts() (*string, *[]Extension) {

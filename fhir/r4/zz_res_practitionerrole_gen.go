@@ -180,6 +180,85 @@ func (x *PractitionerRole) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "practitioner":
+		return appendOne(dst, name, x.Practitioner), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "healthcareService":
+		return appendMany(dst, name, x.HealthcareService), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "availableTime":
+		return appendMany(dst, name, x.AvailableTime), fieldName
+	case "notAvailable":
+		return appendMany(dst, name, x.NotAvailable), fieldName
+	case "availabilityExceptions":
+		return appendOne(dst, name, x.AvailabilityExceptions), fieldName
+	case "endpoint":
+		return appendMany(dst, name, x.Endpoint), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PractitionerRole) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "practitioner", x.Practitioner)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendMany(dst, "healthcareService", x.HealthcareService)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendMany(dst, "availableTime", x.AvailableTime)
+	dst = appendMany(dst, "notAvailable", x.NotAvailable)
+	dst = appendOne(dst, "availabilityExceptions", x.AvailabilityExceptions)
+	dst = appendMany(dst, "endpoint", x.Endpoint)
+	return dst, x.ID
+}
+
 // ResourceType returns "PractitionerRole".
 func (x *PractitionerRole) ResourceType() string { return "PractitionerRole" }
 
@@ -319,6 +398,40 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "daysOfWeek":
+		return appendMany(dst, name, x.DaysOfWeek), fieldName
+	case "allDay":
+		return appendOne(dst, name, x.AllDay), fieldName
+	case "availableStartTime":
+		return appendOne(dst, name, x.AvailableStartTime), fieldName
+	case "availableEndTime":
+		return appendOne(dst, name, x.AvailableEndTime), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PractitionerRoleAvailableTime) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "daysOfWeek", x.DaysOfWeek)
+	dst = appendOne(dst, "allDay", x.AllDay)
+	dst = appendOne(dst, "availableStartTime", x.AvailableStartTime)
+	dst = appendOne(dst, "availableEndTime", x.AvailableEndTime)
+	return dst, x.ID
+}
+
 func (x *PractitionerRoleAvailableTime) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -420,6 +533,34 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
+}
+
+func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "during":
+		return appendOne(dst, name, x.During), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *PractitionerRoleNotAvailable) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "during", x.During)
+	return dst, x.ID
 }
 
 func (x *PractitionerRoleNotAvailable) elementParts() (*string, *[]Extension) {

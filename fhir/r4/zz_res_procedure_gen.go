@@ -294,6 +294,149 @@ func (x *Procedure) walk(w *walker) {
 	walkMany(w, "usedCode", x.UsedCode)
 }
 
+func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "performedDateTime":
+		return appendOne(dst, name, x.PerformedDateTime), fieldName
+	case "performedPeriod":
+		return appendOne(dst, name, x.PerformedPeriod), fieldName
+	case "performedString":
+		return appendOne(dst, name, x.PerformedString), fieldName
+	case "performedAge":
+		return appendOne(dst, name, x.PerformedAge), fieldName
+	case "performedRange":
+		return appendOne(dst, name, x.PerformedRange), fieldName
+	case "recorder":
+		return appendOne(dst, name, x.Recorder), fieldName
+	case "asserter":
+		return appendOne(dst, name, x.Asserter), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "bodySite":
+		return appendMany(dst, name, x.BodySite), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "report":
+		return appendMany(dst, name, x.Report), fieldName
+	case "complication":
+		return appendMany(dst, name, x.Complication), fieldName
+	case "complicationDetail":
+		return appendMany(dst, name, x.ComplicationDetail), fieldName
+	case "followUp":
+		return appendMany(dst, name, x.FollowUp), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "focalDevice":
+		return appendMany(dst, name, x.FocalDevice), fieldName
+	case "usedReference":
+		return appendMany(dst, name, x.UsedReference), fieldName
+	case "usedCode":
+		return appendMany(dst, name, x.UsedCode), fieldName
+	case "performed":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "performedDateTime", x.PerformedDateTime)
+		dst = appendOne(dst, "performedPeriod", x.PerformedPeriod)
+		dst = appendOne(dst, "performedString", x.PerformedString)
+		dst = appendOne(dst, "performedAge", x.PerformedAge)
+		dst = appendOne(dst, "performedRange", x.PerformedRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Procedure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "performedDateTime", x.PerformedDateTime)
+	dst = appendOne(dst, "performedPeriod", x.PerformedPeriod)
+	dst = appendOne(dst, "performedString", x.PerformedString)
+	dst = appendOne(dst, "performedAge", x.PerformedAge)
+	dst = appendOne(dst, "performedRange", x.PerformedRange)
+	dst = appendOne(dst, "recorder", x.Recorder)
+	dst = appendOne(dst, "asserter", x.Asserter)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendMany(dst, "report", x.Report)
+	dst = appendMany(dst, "complication", x.Complication)
+	dst = appendMany(dst, "complicationDetail", x.ComplicationDetail)
+	dst = appendMany(dst, "followUp", x.FollowUp)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "focalDevice", x.FocalDevice)
+	dst = appendMany(dst, "usedReference", x.UsedReference)
+	dst = appendMany(dst, "usedCode", x.UsedCode)
+	return dst, x.ID
+}
+
 // ResourceType returns "Procedure".
 func (x *Procedure) ResourceType() string { return "Procedure" }
 
@@ -440,6 +583,37 @@ func (x *ProcedurePerformer) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "function":
+		return appendOne(dst, name, x.Function), fieldName
+	case "actor":
+		return appendOne(dst, name, x.Actor), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ProcedurePerformer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "function", x.Function)
+	dst = appendOne(dst, "actor", x.Actor)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	return dst, x.ID
+}
+
 func (x *ProcedurePerformer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -534,6 +708,34 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "action", x.Action)
 	walkOne(w, "manipulated", x.Manipulated)
+}
+
+func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendOne(dst, name, x.Action), fieldName
+	case "manipulated":
+		return appendOne(dst, name, x.Manipulated), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ProcedureFocalDevice) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "action", x.Action)
+	dst = appendOne(dst, "manipulated", x.Manipulated)
+	return dst, x.ID
 }
 
 func (x *ProcedureFocalDevice) elementParts() (*string, *[]Extension) {

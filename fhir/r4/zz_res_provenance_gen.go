@@ -164,6 +164,83 @@ func (x *Provenance) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
+func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "occurredPeriod":
+		return appendOne(dst, name, x.OccurredPeriod), fieldName
+	case "occurredDateTime":
+		return appendOne(dst, name, x.OccurredDateTime), fieldName
+	case "recorded":
+		return appendOne(dst, name, x.Recorded), fieldName
+	case "policy":
+		return appendMany(dst, name, x.Policy), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "reason":
+		return appendMany(dst, name, x.Reason), fieldName
+	case "activity":
+		return appendOne(dst, name, x.Activity), fieldName
+	case "agent":
+		return appendMany(dst, name, x.Agent), fieldName
+	case "entity":
+		return appendMany(dst, name, x.Entity), fieldName
+	case "signature":
+		return appendMany(dst, name, x.Signature), fieldName
+	case "occurred":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurredPeriod", x.OccurredPeriod)
+		dst = appendOne(dst, "occurredDateTime", x.OccurredDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *Provenance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendOne(dst, "occurredPeriod", x.OccurredPeriod)
+	dst = appendOne(dst, "occurredDateTime", x.OccurredDateTime)
+	dst = appendOne(dst, "recorded", x.Recorded)
+	dst = appendMany(dst, "policy", x.Policy)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendMany(dst, "reason", x.Reason)
+	dst = appendOne(dst, "activity", x.Activity)
+	dst = appendMany(dst, "agent", x.Agent)
+	dst = appendMany(dst, "entity", x.Entity)
+	dst = appendMany(dst, "signature", x.Signature)
+	return dst, x.ID
+}
+
 // ResourceType returns "Provenance".
 func (x *Provenance) ResourceType() string { return "Provenance" }
 
@@ -293,6 +370,40 @@ func (x *ProvenanceAgent) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "role":
+		return appendMany(dst, name, x.Role), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ProvenanceAgent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "role", x.Role)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	return dst, x.ID
+}
+
 func (x *ProvenanceAgent) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -396,6 +507,37 @@ func (x *ProvenanceEntity) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 	walkOne(w, "what", x.What)
 	walkMany(w, "agent", x.Agent)
+}
+
+func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "what":
+		return appendOne(dst, name, x.What), fieldName
+	case "agent":
+		return appendMany(dst, name, x.Agent), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ProvenanceEntity) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "what", x.What)
+	dst = appendMany(dst, "agent", x.Agent)
+	return dst, x.ID
 }
 
 func (x *ProvenanceEntity) elementParts() (*string, *[]Extension) {

@@ -254,6 +254,109 @@ func (x *Questionnaire) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "derivedFrom":
+		return appendMany(dst, name, x.DerivedFrom), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectType":
+		return appendMany(dst, name, x.SubjectType), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Questionnaire) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendMany(dst, "subjectType", x.SubjectType)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
+}
+
 // ResourceType returns "Questionnaire".
 func (x *Questionnaire) ResourceType() string { return "Questionnaire" }
 
@@ -500,6 +603,76 @@ func (x *QuestionnaireItem) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "linkId":
+		return appendOne(dst, name, x.LinkID), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "prefix":
+		return appendOne(dst, name, x.Prefix), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "enableWhen":
+		return appendMany(dst, name, x.EnableWhen), fieldName
+	case "enableBehavior":
+		return appendOne(dst, name, x.EnableBehavior), fieldName
+	case "required":
+		return appendOne(dst, name, x.Required), fieldName
+	case "repeats":
+		return appendOne(dst, name, x.Repeats), fieldName
+	case "readOnly":
+		return appendOne(dst, name, x.ReadOnly), fieldName
+	case "maxLength":
+		return appendOne(dst, name, x.MaxLength), fieldName
+	case "answerValueSet":
+		return appendOne(dst, name, x.AnswerValueSet), fieldName
+	case "answerOption":
+		return appendMany(dst, name, x.AnswerOption), fieldName
+	case "initial":
+		return appendMany(dst, name, x.Initial), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "linkId", x.LinkID)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendOne(dst, "prefix", x.Prefix)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "enableWhen", x.EnableWhen)
+	dst = appendOne(dst, "enableBehavior", x.EnableBehavior)
+	dst = appendOne(dst, "required", x.Required)
+	dst = appendOne(dst, "repeats", x.Repeats)
+	dst = appendOne(dst, "readOnly", x.ReadOnly)
+	dst = appendOne(dst, "maxLength", x.MaxLength)
+	dst = appendOne(dst, "answerValueSet", x.AnswerValueSet)
+	dst = appendMany(dst, "answerOption", x.AnswerOption)
+	dst = appendMany(dst, "initial", x.Initial)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
+}
+
 func (x *QuestionnaireItem) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -698,6 +871,79 @@ func (x *QuestionnaireItemEnableWhen) walk(w *walker) {
 	walkOne(w, "answerReference", x.AnswerReference)
 }
 
+func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "question":
+		return appendOne(dst, name, x.Question), fieldName
+	case "operator":
+		return appendOne(dst, name, x.Operator), fieldName
+	case "answerBoolean":
+		return appendOne(dst, name, x.AnswerBoolean), fieldName
+	case "answerDecimal":
+		return appendOne(dst, name, x.AnswerDecimal), fieldName
+	case "answerInteger":
+		return appendOne(dst, name, x.AnswerInteger), fieldName
+	case "answerDate":
+		return appendOne(dst, name, x.AnswerDate), fieldName
+	case "answerDateTime":
+		return appendOne(dst, name, x.AnswerDateTime), fieldName
+	case "answerTime":
+		return appendOne(dst, name, x.AnswerTime), fieldName
+	case "answerString":
+		return appendOne(dst, name, x.AnswerString), fieldName
+	case "answerCoding":
+		return appendOne(dst, name, x.AnswerCoding), fieldName
+	case "answerQuantity":
+		return appendOne(dst, name, x.AnswerQuantity), fieldName
+	case "answerReference":
+		return appendOne(dst, name, x.AnswerReference), fieldName
+	case "answer":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "answerBoolean", x.AnswerBoolean)
+		dst = appendOne(dst, "answerDecimal", x.AnswerDecimal)
+		dst = appendOne(dst, "answerInteger", x.AnswerInteger)
+		dst = appendOne(dst, "answerDate", x.AnswerDate)
+		dst = appendOne(dst, "answerDateTime", x.AnswerDateTime)
+		dst = appendOne(dst, "answerTime", x.AnswerTime)
+		dst = appendOne(dst, "answerString", x.AnswerString)
+		dst = appendOne(dst, "answerCoding", x.AnswerCoding)
+		dst = appendOne(dst, "answerQuantity", x.AnswerQuantity)
+		dst = appendOne(dst, "answerReference", x.AnswerReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireItemEnableWhen) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "question", x.Question)
+	dst = appendOne(dst, "operator", x.Operator)
+	dst = appendOne(dst, "answerBoolean", x.AnswerBoolean)
+	dst = appendOne(dst, "answerDecimal", x.AnswerDecimal)
+	dst = appendOne(dst, "answerInteger", x.AnswerInteger)
+	dst = appendOne(dst, "answerDate", x.AnswerDate)
+	dst = appendOne(dst, "answerDateTime", x.AnswerDateTime)
+	dst = appendOne(dst, "answerTime", x.AnswerTime)
+	dst = appendOne(dst, "answerString", x.AnswerString)
+	dst = appendOne(dst, "answerCoding", x.AnswerCoding)
+	dst = appendOne(dst, "answerQuantity", x.AnswerQuantity)
+	dst = appendOne(dst, "answerReference", x.AnswerReference)
+	return dst, x.ID
+}
+
 func (x *QuestionnaireItemEnableWhen) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -850,6 +1096,60 @@ func (x *QuestionnaireItemAnswerOption) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueReference", x.ValueReference)
 	walkOne(w, "initialSelected", x.InitialSelected)
+}
+
+func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "initialSelected":
+		return appendOne(dst, name, x.InitialSelected), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireItemAnswerOption) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "initialSelected", x.InitialSelected)
+	return dst, x.ID
 }
 
 func (x *QuestionnaireItemAnswerOption) elementParts() (*string, *[]Extension) {
@@ -1031,6 +1331,81 @@ func (x *QuestionnaireItemInitial) walk(w *walker) {
 	walkOne(w, "valueCoding", x.ValueCoding)
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
+}
+
+func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireItemInitial) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	return dst, x.ID
 }
 
 func (x *QuestionnaireItemInitial) elementParts() (*string, *[]Extension) {

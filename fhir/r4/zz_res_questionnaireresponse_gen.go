@@ -164,6 +164,76 @@ func (x *QuestionnaireResponse) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "questionnaire":
+		return appendOne(dst, name, x.Questionnaire), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "authored":
+		return appendOne(dst, name, x.Authored), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "source":
+		return appendOne(dst, name, x.Source), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireResponse) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "questionnaire", x.Questionnaire)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "authored", x.Authored)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendOne(dst, "source", x.Source)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
+}
+
 // ResourceType returns "QuestionnaireResponse".
 func (x *QuestionnaireResponse) ResourceType() string { return "QuestionnaireResponse" }
 
@@ -303,6 +373,43 @@ func (x *QuestionnaireResponseItem) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 	walkMany(w, "answer", x.Answer)
 	walkMany(w, "item", x.Item)
+}
+
+func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "linkId":
+		return appendOne(dst, name, x.LinkID), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "answer":
+		return appendMany(dst, name, x.Answer), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireResponseItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "linkId", x.LinkID)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendMany(dst, "answer", x.Answer)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
 }
 
 func (x *QuestionnaireResponseItem) elementParts() (*string, *[]Extension) {
@@ -486,6 +593,84 @@ func (x *QuestionnaireResponseItemAnswer) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
 	walkMany(w, "item", x.Item)
+}
+
+func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "item":
+		return appendMany(dst, name, x.Item), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *QuestionnaireResponseItemAnswer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendMany(dst, "item", x.Item)
+	return dst, x.ID
 }
 
 func (x *QuestionnaireResponseItemAnswer) elementParts() (*string, *[]Extension) {

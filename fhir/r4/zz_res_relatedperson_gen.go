@@ -170,6 +170,79 @@ func (x *RelatedPerson) walk(w *walker) {
 	walkMany(w, "communication", x.Communication)
 }
 
+func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "relationship":
+		return appendMany(dst, name, x.Relationship), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "telecom":
+		return appendMany(dst, name, x.Telecom), fieldName
+	case "gender":
+		return appendOne(dst, name, x.Gender), fieldName
+	case "birthDate":
+		return appendOne(dst, name, x.BirthDate), fieldName
+	case "address":
+		return appendMany(dst, name, x.Address), fieldName
+	case "photo":
+		return appendMany(dst, name, x.Photo), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "communication":
+		return appendMany(dst, name, x.Communication), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RelatedPerson) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendMany(dst, "relationship", x.Relationship)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "telecom", x.Telecom)
+	dst = appendOne(dst, "gender", x.Gender)
+	dst = appendOne(dst, "birthDate", x.BirthDate)
+	dst = appendMany(dst, "address", x.Address)
+	dst = appendMany(dst, "photo", x.Photo)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "communication", x.Communication)
+	return dst, x.ID
+}
+
 // ResourceType returns "RelatedPerson".
 func (x *RelatedPerson) ResourceType() string { return "RelatedPerson" }
 
@@ -288,6 +361,34 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "language", x.Language)
 	walkOne(w, "preferred", x.Preferred)
+}
+
+func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RelatedPersonCommunication) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	return dst, x.ID
 }
 
 func (x *RelatedPersonCommunication) elementParts() (*string, *[]Extension) {

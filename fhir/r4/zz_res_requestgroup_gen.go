@@ -212,6 +212,97 @@ func (x *RequestGroup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "author":
+		return appendOne(dst, name, x.Author), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RequestGroup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "author", x.Author)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 // ResourceType returns "RequestGroup".
 func (x *RequestGroup) ResourceType() string { return "RequestGroup" }
 
@@ -493,6 +584,111 @@ func (x *RequestGroupAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "prefix":
+		return appendOne(dst, name, x.Prefix), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "textEquivalent":
+		return appendOne(dst, name, x.TextEquivalent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "documentation":
+		return appendMany(dst, name, x.Documentation), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "relatedAction":
+		return appendMany(dst, name, x.RelatedAction), fieldName
+	case "timingDateTime":
+		return appendOne(dst, name, x.TimingDateTime), fieldName
+	case "timingAge":
+		return appendOne(dst, name, x.TimingAge), fieldName
+	case "timingPeriod":
+		return appendOne(dst, name, x.TimingPeriod), fieldName
+	case "timingDuration":
+		return appendOne(dst, name, x.TimingDuration), fieldName
+	case "timingRange":
+		return appendOne(dst, name, x.TimingRange), fieldName
+	case "timingTiming":
+		return appendOne(dst, name, x.TimingTiming), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "groupingBehavior":
+		return appendOne(dst, name, x.GroupingBehavior), fieldName
+	case "selectionBehavior":
+		return appendOne(dst, name, x.SelectionBehavior), fieldName
+	case "requiredBehavior":
+		return appendOne(dst, name, x.RequiredBehavior), fieldName
+	case "precheckBehavior":
+		return appendOne(dst, name, x.PrecheckBehavior), fieldName
+	case "cardinalityBehavior":
+		return appendOne(dst, name, x.CardinalityBehavior), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	case "timing":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+		dst = appendOne(dst, "timingAge", x.TimingAge)
+		dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+		dst = appendOne(dst, "timingDuration", x.TimingDuration)
+		dst = appendOne(dst, "timingRange", x.TimingRange)
+		dst = appendOne(dst, "timingTiming", x.TimingTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *RequestGroupAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "prefix", x.Prefix)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "textEquivalent", x.TextEquivalent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "relatedAction", x.RelatedAction)
+	dst = appendOne(dst, "timingDateTime", x.TimingDateTime)
+	dst = appendOne(dst, "timingAge", x.TimingAge)
+	dst = appendOne(dst, "timingPeriod", x.TimingPeriod)
+	dst = appendOne(dst, "timingDuration", x.TimingDuration)
+	dst = appendOne(dst, "timingRange", x.TimingRange)
+	dst = appendOne(dst, "timingTiming", x.TimingTiming)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "groupingBehavior", x.GroupingBehavior)
+	dst = appendOne(dst, "selectionBehavior", x.SelectionBehavior)
+	dst = appendOne(dst, "requiredBehavior", x.RequiredBehavior)
+	dst = appendOne(dst, "precheckBehavior", x.PrecheckBehavior)
+	dst = appendOne(dst, "cardinalityBehavior", x.CardinalityBehavior)
+	dst = appendOne(dst, "resource", x.Resource)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *RequestGroupAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -623,6 +819,34 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RequestGroupActionCondition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
+}
+
 func (x *RequestGroupActionCondition) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -733,6 +957,47 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 	walkOne(w, "relationship", x.Relationship)
 	walkOne(w, "offsetDuration", x.OffsetDuration)
 	walkOne(w, "offsetRange", x.OffsetRange)
+}
+
+func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "actionId":
+		return appendOne(dst, name, x.ActionID), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "offsetDuration":
+		return appendOne(dst, name, x.OffsetDuration), fieldName
+	case "offsetRange":
+		return appendOne(dst, name, x.OffsetRange), fieldName
+	case "offset":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+		dst = appendOne(dst, "offsetRange", x.OffsetRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *RequestGroupActionRelatedAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "actionId", x.ActionID)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "offsetDuration", x.OffsetDuration)
+	dst = appendOne(dst, "offsetRange", x.OffsetRange)
+	return dst, x.ID
 }
 
 func (x *RequestGroupActionRelatedAction) elementParts() (*string, *[]Extension) {

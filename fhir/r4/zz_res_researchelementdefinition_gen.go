@@ -336,6 +336,152 @@ func (x *ResearchElementDefinition) walk(w *walker) {
 	walkMany(w, "characteristic", x.Characteristic)
 }
 
+func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "shortTitle":
+		return appendOne(dst, name, x.ShortTitle), fieldName
+	case "subtitle":
+		return appendOne(dst, name, x.Subtitle), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "subjectCodeableConcept":
+		return appendOne(dst, name, x.SubjectCodeableConcept), fieldName
+	case "subjectReference":
+		return appendOne(dst, name, x.SubjectReference), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "comment":
+		return appendMany(dst, name, x.Comment), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "usage":
+		return appendOne(dst, name, x.Usage), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "library":
+		return appendMany(dst, name, x.Library), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "variableType":
+		return appendOne(dst, name, x.VariableType), fieldName
+	case "characteristic":
+		return appendMany(dst, name, x.Characteristic), fieldName
+	case "subject":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+		dst = appendOne(dst, "subjectReference", x.SubjectReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ResearchElementDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "shortTitle", x.ShortTitle)
+	dst = appendOne(dst, "subtitle", x.Subtitle)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "subjectCodeableConcept", x.SubjectCodeableConcept)
+	dst = appendOne(dst, "subjectReference", x.SubjectReference)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "comment", x.Comment)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "usage", x.Usage)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "library", x.Library)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "variableType", x.VariableType)
+	dst = appendMany(dst, "characteristic", x.Characteristic)
+	return dst, x.ID
+}
+
 // ResourceType returns "ResearchElementDefinition".
 func (x *ResearchElementDefinition) ResourceType() string { return "ResearchElementDefinition" }
 
@@ -621,6 +767,118 @@ func (x *ResearchElementDefinitionCharacteristic) walk(w *walker) {
 	walkOne(w, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
 	walkOne(w, "participantEffectiveTimeFromStart", x.ParticipantEffectiveTimeFromStart)
 	walkOne(w, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
+}
+
+func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "definitionCodeableConcept":
+		return appendOne(dst, name, x.DefinitionCodeableConcept), fieldName
+	case "definitionCanonical":
+		return appendOne(dst, name, x.DefinitionCanonical), fieldName
+	case "definitionExpression":
+		return appendOne(dst, name, x.DefinitionExpression), fieldName
+	case "definitionDataRequirement":
+		return appendOne(dst, name, x.DefinitionDataRequirement), fieldName
+	case "usageContext":
+		return appendMany(dst, name, x.UsageContext), fieldName
+	case "exclude":
+		return appendOne(dst, name, x.Exclude), fieldName
+	case "unitOfMeasure":
+		return appendOne(dst, name, x.UnitOfMeasure), fieldName
+	case "studyEffectiveDescription":
+		return appendOne(dst, name, x.StudyEffectiveDescription), fieldName
+	case "studyEffectiveDateTime":
+		return appendOne(dst, name, x.StudyEffectiveDateTime), fieldName
+	case "studyEffectivePeriod":
+		return appendOne(dst, name, x.StudyEffectivePeriod), fieldName
+	case "studyEffectiveDuration":
+		return appendOne(dst, name, x.StudyEffectiveDuration), fieldName
+	case "studyEffectiveTiming":
+		return appendOne(dst, name, x.StudyEffectiveTiming), fieldName
+	case "studyEffectiveTimeFromStart":
+		return appendOne(dst, name, x.StudyEffectiveTimeFromStart), fieldName
+	case "studyEffectiveGroupMeasure":
+		return appendOne(dst, name, x.StudyEffectiveGroupMeasure), fieldName
+	case "participantEffectiveDescription":
+		return appendOne(dst, name, x.ParticipantEffectiveDescription), fieldName
+	case "participantEffectiveDateTime":
+		return appendOne(dst, name, x.ParticipantEffectiveDateTime), fieldName
+	case "participantEffectivePeriod":
+		return appendOne(dst, name, x.ParticipantEffectivePeriod), fieldName
+	case "participantEffectiveDuration":
+		return appendOne(dst, name, x.ParticipantEffectiveDuration), fieldName
+	case "participantEffectiveTiming":
+		return appendOne(dst, name, x.ParticipantEffectiveTiming), fieldName
+	case "participantEffectiveTimeFromStart":
+		return appendOne(dst, name, x.ParticipantEffectiveTimeFromStart), fieldName
+	case "participantEffectiveGroupMeasure":
+		return appendOne(dst, name, x.ParticipantEffectiveGroupMeasure), fieldName
+	case "definition":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+		dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+		dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+		dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+		return dst, choiceName
+	case "studyEffective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "studyEffectiveDateTime", x.StudyEffectiveDateTime)
+		dst = appendOne(dst, "studyEffectivePeriod", x.StudyEffectivePeriod)
+		dst = appendOne(dst, "studyEffectiveDuration", x.StudyEffectiveDuration)
+		dst = appendOne(dst, "studyEffectiveTiming", x.StudyEffectiveTiming)
+		return dst, choiceName
+	case "participantEffective":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+		dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+		dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+		dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ResearchElementDefinitionCharacteristic) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "definitionCodeableConcept", x.DefinitionCodeableConcept)
+	dst = appendOne(dst, "definitionCanonical", x.DefinitionCanonical)
+	dst = appendOne(dst, "definitionExpression", x.DefinitionExpression)
+	dst = appendOne(dst, "definitionDataRequirement", x.DefinitionDataRequirement)
+	dst = appendMany(dst, "usageContext", x.UsageContext)
+	dst = appendOne(dst, "exclude", x.Exclude)
+	dst = appendOne(dst, "unitOfMeasure", x.UnitOfMeasure)
+	dst = appendOne(dst, "studyEffectiveDescription", x.StudyEffectiveDescription)
+	dst = appendOne(dst, "studyEffectiveDateTime", x.StudyEffectiveDateTime)
+	dst = appendOne(dst, "studyEffectivePeriod", x.StudyEffectivePeriod)
+	dst = appendOne(dst, "studyEffectiveDuration", x.StudyEffectiveDuration)
+	dst = appendOne(dst, "studyEffectiveTiming", x.StudyEffectiveTiming)
+	dst = appendOne(dst, "studyEffectiveTimeFromStart", x.StudyEffectiveTimeFromStart)
+	dst = appendOne(dst, "studyEffectiveGroupMeasure", x.StudyEffectiveGroupMeasure)
+	dst = appendOne(dst, "participantEffectiveDescription", x.ParticipantEffectiveDescription)
+	dst = appendOne(dst, "participantEffectiveDateTime", x.ParticipantEffectiveDateTime)
+	dst = appendOne(dst, "participantEffectivePeriod", x.ParticipantEffectivePeriod)
+	dst = appendOne(dst, "participantEffectiveDuration", x.ParticipantEffectiveDuration)
+	dst = appendOne(dst, "participantEffectiveTiming", x.ParticipantEffectiveTiming)
+	dst = appendOne(dst, "participantEffectiveTimeFromStart", x.ParticipantEffectiveTimeFromStart)
+	dst = appendOne(dst, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
+	return dst, x.ID
 }
 
 func (x *ResearchElementDefinitionCharacteristic) elementParts() (*string, *[]Extension) {

@@ -242,6 +242,115 @@ func (x *ResearchStudy) walk(w *walker) {
 	walkMany(w, "objective", x.Objective)
 }
 
+func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "protocol":
+		return appendMany(dst, name, x.Protocol), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "primaryPurposeType":
+		return appendOne(dst, name, x.PrimaryPurposeType), fieldName
+	case "phase":
+		return appendOne(dst, name, x.Phase), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "focus":
+		return appendMany(dst, name, x.Focus), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "keyword":
+		return appendMany(dst, name, x.Keyword), fieldName
+	case "location":
+		return appendMany(dst, name, x.Location), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "enrollment":
+		return appendMany(dst, name, x.Enrollment), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "sponsor":
+		return appendOne(dst, name, x.Sponsor), fieldName
+	case "principalInvestigator":
+		return appendOne(dst, name, x.PrincipalInvestigator), fieldName
+	case "site":
+		return appendMany(dst, name, x.Site), fieldName
+	case "reasonStopped":
+		return appendOne(dst, name, x.ReasonStopped), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "arm":
+		return appendMany(dst, name, x.Arm), fieldName
+	case "objective":
+		return appendMany(dst, name, x.Objective), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ResearchStudy) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendMany(dst, "protocol", x.Protocol)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "primaryPurposeType", x.PrimaryPurposeType)
+	dst = appendOne(dst, "phase", x.Phase)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendMany(dst, "focus", x.Focus)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendMany(dst, "keyword", x.Keyword)
+	dst = appendMany(dst, "location", x.Location)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "enrollment", x.Enrollment)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "sponsor", x.Sponsor)
+	dst = appendOne(dst, "principalInvestigator", x.PrincipalInvestigator)
+	dst = appendMany(dst, "site", x.Site)
+	dst = appendOne(dst, "reasonStopped", x.ReasonStopped)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "arm", x.Arm)
+	dst = appendMany(dst, "objective", x.Objective)
+	return dst, x.ID
+}
+
 // ResourceType returns "ResearchStudy".
 func (x *ResearchStudy) ResourceType() string { return "ResearchStudy" }
 
@@ -382,6 +491,37 @@ func (x *ResearchStudyArm) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ResearchStudyArm) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
+}
+
 func (x *ResearchStudyArm) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -480,6 +620,34 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "type", x.Type)
+}
+
+func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ResearchStudyObjective) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	return dst, x.ID
 }
 
 func (x *ResearchStudyObjective) elementParts() (*string, *[]Extension) {

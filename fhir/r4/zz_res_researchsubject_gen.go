@@ -146,6 +146,67 @@ func (x *ResearchSubject) walk(w *walker) {
 	walkOne(w, "consent", x.Consent)
 }
 
+func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "study":
+		return appendOne(dst, name, x.Study), fieldName
+	case "individual":
+		return appendOne(dst, name, x.Individual), fieldName
+	case "assignedArm":
+		return appendOne(dst, name, x.AssignedArm), fieldName
+	case "actualArm":
+		return appendOne(dst, name, x.ActualArm), fieldName
+	case "consent":
+		return appendOne(dst, name, x.Consent), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ResearchSubject) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendOne(dst, "study", x.Study)
+	dst = appendOne(dst, "individual", x.Individual)
+	dst = appendOne(dst, "assignedArm", x.AssignedArm)
+	dst = appendOne(dst, "actualArm", x.ActualArm)
+	dst = appendOne(dst, "consent", x.Consent)
+	return dst, x.ID
+}
+
 // ResourceType returns "ResearchSubject".
 func (x *ResearchSubject) ResourceType() string { return "ResearchSubject" }
 

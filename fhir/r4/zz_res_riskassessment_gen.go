@@ -206,6 +206,104 @@ func (x *RiskAssessment) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendOne(dst, name, x.BasedOn), fieldName
+	case "parent":
+		return appendOne(dst, name, x.Parent), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "performer":
+		return appendOne(dst, name, x.Performer), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "basis":
+		return appendMany(dst, name, x.Basis), fieldName
+	case "prediction":
+		return appendMany(dst, name, x.Prediction), fieldName
+	case "mitigation":
+		return appendOne(dst, name, x.Mitigation), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskAssessment) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "parent", x.Parent)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "performer", x.Performer)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "basis", x.Basis)
+	dst = appendMany(dst, "prediction", x.Prediction)
+	dst = appendOne(dst, "mitigation", x.Mitigation)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "RiskAssessment".
 func (x *RiskAssessment) ResourceType() string { return "RiskAssessment" }
 
@@ -370,6 +468,66 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 	walkOne(w, "whenPeriod", x.WhenPeriod)
 	walkOne(w, "whenRange", x.WhenRange)
 	walkOne(w, "rationale", x.Rationale)
+}
+
+func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "probabilityDecimal":
+		return appendOne(dst, name, x.ProbabilityDecimal), fieldName
+	case "probabilityRange":
+		return appendOne(dst, name, x.ProbabilityRange), fieldName
+	case "qualitativeRisk":
+		return appendOne(dst, name, x.QualitativeRisk), fieldName
+	case "relativeRisk":
+		return appendOne(dst, name, x.RelativeRisk), fieldName
+	case "whenPeriod":
+		return appendOne(dst, name, x.WhenPeriod), fieldName
+	case "whenRange":
+		return appendOne(dst, name, x.WhenRange), fieldName
+	case "rationale":
+		return appendOne(dst, name, x.Rationale), fieldName
+	case "probability":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "probabilityDecimal", x.ProbabilityDecimal)
+		dst = appendOne(dst, "probabilityRange", x.ProbabilityRange)
+		return dst, choiceName
+	case "when":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "whenPeriod", x.WhenPeriod)
+		dst = appendOne(dst, "whenRange", x.WhenRange)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskAssessmentPrediction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "probabilityDecimal", x.ProbabilityDecimal)
+	dst = appendOne(dst, "probabilityRange", x.ProbabilityRange)
+	dst = appendOne(dst, "qualitativeRisk", x.QualitativeRisk)
+	dst = appendOne(dst, "relativeRisk", x.RelativeRisk)
+	dst = appendOne(dst, "whenPeriod", x.WhenPeriod)
+	dst = appendOne(dst, "whenRange", x.WhenRange)
+	dst = appendOne(dst, "rationale", x.Rationale)
+	return dst, x.ID
 }
 
 func (x *RiskAssessmentPrediction) elementParts() (*string, *[]Extension) {

@@ -300,6 +300,136 @@ func (x *RiskEvidenceSynthesis) walk(w *walker) {
 	walkMany(w, "certainty", x.Certainty)
 }
 
+func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "approvalDate":
+		return appendOne(dst, name, x.ApprovalDate), fieldName
+	case "lastReviewDate":
+		return appendOne(dst, name, x.LastReviewDate), fieldName
+	case "effectivePeriod":
+		return appendOne(dst, name, x.EffectivePeriod), fieldName
+	case "topic":
+		return appendMany(dst, name, x.Topic), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "editor":
+		return appendMany(dst, name, x.Editor), fieldName
+	case "reviewer":
+		return appendMany(dst, name, x.Reviewer), fieldName
+	case "endorser":
+		return appendMany(dst, name, x.Endorser), fieldName
+	case "relatedArtifact":
+		return appendMany(dst, name, x.RelatedArtifact), fieldName
+	case "synthesisType":
+		return appendOne(dst, name, x.SynthesisType), fieldName
+	case "studyType":
+		return appendOne(dst, name, x.StudyType), fieldName
+	case "population":
+		return appendOne(dst, name, x.Population), fieldName
+	case "exposure":
+		return appendOne(dst, name, x.Exposure), fieldName
+	case "outcome":
+		return appendOne(dst, name, x.Outcome), fieldName
+	case "sampleSize":
+		return appendOne(dst, name, x.SampleSize), fieldName
+	case "riskEstimate":
+		return appendOne(dst, name, x.RiskEstimate), fieldName
+	case "certainty":
+		return appendMany(dst, name, x.Certainty), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesis) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "approvalDate", x.ApprovalDate)
+	dst = appendOne(dst, "lastReviewDate", x.LastReviewDate)
+	dst = appendOne(dst, "effectivePeriod", x.EffectivePeriod)
+	dst = appendMany(dst, "topic", x.Topic)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendMany(dst, "editor", x.Editor)
+	dst = appendMany(dst, "reviewer", x.Reviewer)
+	dst = appendMany(dst, "endorser", x.Endorser)
+	dst = appendMany(dst, "relatedArtifact", x.RelatedArtifact)
+	dst = appendOne(dst, "synthesisType", x.SynthesisType)
+	dst = appendOne(dst, "studyType", x.StudyType)
+	dst = appendOne(dst, "population", x.Population)
+	dst = appendOne(dst, "exposure", x.Exposure)
+	dst = appendOne(dst, "outcome", x.Outcome)
+	dst = appendOne(dst, "sampleSize", x.SampleSize)
+	dst = appendOne(dst, "riskEstimate", x.RiskEstimate)
+	dst = appendMany(dst, "certainty", x.Certainty)
+	return dst, x.ID
+}
+
 // ResourceType returns "RiskEvidenceSynthesis".
 func (x *RiskEvidenceSynthesis) ResourceType() string { return "RiskEvidenceSynthesis" }
 
@@ -457,6 +587,37 @@ func (x *RiskEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
+func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "numberOfStudies":
+		return appendOne(dst, name, x.NumberOfStudies), fieldName
+	case "numberOfParticipants":
+		return appendOne(dst, name, x.NumberOfParticipants), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesisSampleSize) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "numberOfStudies", x.NumberOfStudies)
+	dst = appendOne(dst, "numberOfParticipants", x.NumberOfParticipants)
+	return dst, x.ID
+}
+
 func (x *RiskEvidenceSynthesisSampleSize) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -594,6 +755,49 @@ func (x *RiskEvidenceSynthesisRiskEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "unitOfMeasure":
+		return appendOne(dst, name, x.UnitOfMeasure), fieldName
+	case "denominatorCount":
+		return appendOne(dst, name, x.DenominatorCount), fieldName
+	case "numeratorCount":
+		return appendOne(dst, name, x.NumeratorCount), fieldName
+	case "precisionEstimate":
+		return appendMany(dst, name, x.PrecisionEstimate), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesisRiskEstimate) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "unitOfMeasure", x.UnitOfMeasure)
+	dst = appendOne(dst, "denominatorCount", x.DenominatorCount)
+	dst = appendOne(dst, "numeratorCount", x.NumeratorCount)
+	dst = appendMany(dst, "precisionEstimate", x.PrecisionEstimate)
+	return dst, x.ID
+}
+
 func (x *RiskEvidenceSynthesisRiskEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -716,6 +920,40 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walk(w *walker) {
 	walkOne(w, "to", x.To)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "level":
+		return appendOne(dst, name, x.Level), fieldName
+	case "from":
+		return appendOne(dst, name, x.From), fieldName
+	case "to":
+		return appendOne(dst, name, x.To), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "level", x.Level)
+	dst = appendOne(dst, "from", x.From)
+	dst = appendOne(dst, "to", x.To)
+	return dst, x.ID
+}
+
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -822,6 +1060,37 @@ func (x *RiskEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
+func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "rating":
+		return appendMany(dst, name, x.Rating), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "certaintySubcomponent":
+		return appendMany(dst, name, x.CertaintySubcomponent), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesisCertainty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "rating", x.Rating)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "certaintySubcomponent", x.CertaintySubcomponent)
+	return dst, x.ID
+}
+
 func (x *RiskEvidenceSynthesisCertainty) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -922,6 +1191,37 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "rating", x.Rating)
 	walkMany(w, "note", x.Note)
+}
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "rating":
+		return appendMany(dst, name, x.Rating), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendMany(dst, "rating", x.Rating)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
 }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) elementParts() (*string, *[]Extension) {

@@ -144,6 +144,67 @@ func (x *Schedule) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "active":
+		return appendOne(dst, name, x.Active), fieldName
+	case "serviceCategory":
+		return appendMany(dst, name, x.ServiceCategory), fieldName
+	case "serviceType":
+		return appendMany(dst, name, x.ServiceType), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "actor":
+		return appendMany(dst, name, x.Actor), fieldName
+	case "planningHorizon":
+		return appendOne(dst, name, x.PlanningHorizon), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Schedule) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "active", x.Active)
+	dst = appendMany(dst, "serviceCategory", x.ServiceCategory)
+	dst = appendMany(dst, "serviceType", x.ServiceType)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendMany(dst, "actor", x.Actor)
+	dst = appendOne(dst, "planningHorizon", x.PlanningHorizon)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
+}
+
 // ResourceType returns "Schedule".
 func (x *Schedule) ResourceType() string { return "Schedule" }
 

@@ -292,6 +292,121 @@ func (x *SearchParameter) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "derivedFrom":
+		return appendOne(dst, name, x.DerivedFrom), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "base":
+		return appendMany(dst, name, x.Base), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "xpath":
+		return appendOne(dst, name, x.Xpath), fieldName
+	case "xpathUsage":
+		return appendOne(dst, name, x.XpathUsage), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "multipleOr":
+		return appendOne(dst, name, x.MultipleOr), fieldName
+	case "multipleAnd":
+		return appendOne(dst, name, x.MultipleAnd), fieldName
+	case "comparator":
+		return appendMany(dst, name, x.Comparator), fieldName
+	case "modifier":
+		return appendMany(dst, name, x.Modifier), fieldName
+	case "chain":
+		return appendMany(dst, name, x.Chain), fieldName
+	case "component":
+		return appendMany(dst, name, x.Component), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SearchParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "derivedFrom", x.DerivedFrom)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "base", x.Base)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "xpath", x.Xpath)
+	dst = appendOne(dst, "xpathUsage", x.XpathUsage)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendOne(dst, "multipleOr", x.MultipleOr)
+	dst = appendOne(dst, "multipleAnd", x.MultipleAnd)
+	dst = appendMany(dst, "comparator", x.Comparator)
+	dst = appendMany(dst, "modifier", x.Modifier)
+	dst = appendMany(dst, "chain", x.Chain)
+	dst = appendMany(dst, "component", x.Component)
+	return dst, x.ID
+}
+
 // ResourceType returns "SearchParameter".
 func (x *SearchParameter) ResourceType() string { return "SearchParameter" }
 
@@ -445,6 +560,34 @@ func (x *SearchParameterComponent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "definition", x.Definition)
 	walkOne(w, "expression", x.Expression)
+}
+
+func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "definition":
+		return appendOne(dst, name, x.Definition), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SearchParameterComponent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "definition", x.Definition)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
 }
 
 func (x *SearchParameterComponent) elementParts() (*string, *[]Extension) {

@@ -340,6 +340,180 @@ func (x *ServiceRequest) walk(w *walker) {
 	walkMany(w, "relevantHistory", x.RelevantHistory)
 }
 
+func (x *ServiceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendMany(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendMany(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "replaces":
+		return appendMany(dst, name, x.Replaces), fieldName
+	case "requisition":
+		return appendOne(dst, name, x.Requisition), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "doNotPerform":
+		return appendOne(dst, name, x.DoNotPerform), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "orderDetail":
+		return appendMany(dst, name, x.OrderDetail), fieldName
+	case "quantityQuantity":
+		return appendOne(dst, name, x.QuantityQuantity), fieldName
+	case "quantityRatio":
+		return appendOne(dst, name, x.QuantityRatio), fieldName
+	case "quantityRange":
+		return appendOne(dst, name, x.QuantityRange), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "asNeededBoolean":
+		return appendOne(dst, name, x.AsNeededBoolean), fieldName
+	case "asNeededCodeableConcept":
+		return appendOne(dst, name, x.AsNeededCodeableConcept), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "performerType":
+		return appendOne(dst, name, x.PerformerType), fieldName
+	case "performer":
+		return appendMany(dst, name, x.Performer), fieldName
+	case "locationCode":
+		return appendMany(dst, name, x.LocationCode), fieldName
+	case "locationReference":
+		return appendMany(dst, name, x.LocationReference), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "supportingInfo":
+		return appendMany(dst, name, x.SupportingInfo), fieldName
+	case "specimen":
+		return appendMany(dst, name, x.Specimen), fieldName
+	case "bodySite":
+		return appendMany(dst, name, x.BodySite), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "patientInstruction":
+		return appendOne(dst, name, x.PatientInstruction), fieldName
+	case "relevantHistory":
+		return appendMany(dst, name, x.RelevantHistory), fieldName
+	case "quantity":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "quantityQuantity", x.QuantityQuantity)
+		dst = appendOne(dst, "quantityRatio", x.QuantityRatio)
+		dst = appendOne(dst, "quantityRange", x.QuantityRange)
+		return dst, choiceName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	case "asNeeded":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "asNeededBoolean", x.AsNeededBoolean)
+		dst = appendOne(dst, "asNeededCodeableConcept", x.AsNeededCodeableConcept)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ServiceRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendMany(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "replaces", x.Replaces)
+	dst = appendOne(dst, "requisition", x.Requisition)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "doNotPerform", x.DoNotPerform)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "orderDetail", x.OrderDetail)
+	dst = appendOne(dst, "quantityQuantity", x.QuantityQuantity)
+	dst = appendOne(dst, "quantityRatio", x.QuantityRatio)
+	dst = appendOne(dst, "quantityRange", x.QuantityRange)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "asNeededBoolean", x.AsNeededBoolean)
+	dst = appendOne(dst, "asNeededCodeableConcept", x.AsNeededCodeableConcept)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendOne(dst, "performerType", x.PerformerType)
+	dst = appendMany(dst, "performer", x.Performer)
+	dst = appendMany(dst, "locationCode", x.LocationCode)
+	dst = appendMany(dst, "locationReference", x.LocationReference)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "supportingInfo", x.SupportingInfo)
+	dst = appendMany(dst, "specimen", x.Specimen)
+	dst = appendMany(dst, "bodySite", x.BodySite)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendOne(dst, "patientInstruction", x.PatientInstruction)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	return dst, x.ID
+}
+
 // ResourceType returns "ServiceRequest".
 func (x *ServiceRequest) ResourceType() string { return "ServiceRequest" }
 

@@ -168,6 +168,76 @@ func (x *Slot) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "serviceCategory":
+		return appendMany(dst, name, x.ServiceCategory), fieldName
+	case "serviceType":
+		return appendMany(dst, name, x.ServiceType), fieldName
+	case "specialty":
+		return appendMany(dst, name, x.Specialty), fieldName
+	case "appointmentType":
+		return appendOne(dst, name, x.AppointmentType), fieldName
+	case "schedule":
+		return appendOne(dst, name, x.Schedule), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "start":
+		return appendOne(dst, name, x.Start), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "overbooked":
+		return appendOne(dst, name, x.Overbooked), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Slot) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "serviceCategory", x.ServiceCategory)
+	dst = appendMany(dst, "serviceType", x.ServiceType)
+	dst = appendMany(dst, "specialty", x.Specialty)
+	dst = appendOne(dst, "appointmentType", x.AppointmentType)
+	dst = appendOne(dst, "schedule", x.Schedule)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "start", x.Start)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "overbooked", x.Overbooked)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
+}
+
 // ResourceType returns "Slot".
 func (x *Slot) ResourceType() string { return "Slot" }
 

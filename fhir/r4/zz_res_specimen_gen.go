@@ -174,6 +174,82 @@ func (x *Specimen) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "accessionIdentifier":
+		return appendOne(dst, name, x.AccessionIdentifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "subject":
+		return appendOne(dst, name, x.Subject), fieldName
+	case "receivedTime":
+		return appendOne(dst, name, x.ReceivedTime), fieldName
+	case "parent":
+		return appendMany(dst, name, x.Parent), fieldName
+	case "request":
+		return appendMany(dst, name, x.Request), fieldName
+	case "collection":
+		return appendOne(dst, name, x.Collection), fieldName
+	case "processing":
+		return appendMany(dst, name, x.Processing), fieldName
+	case "container":
+		return appendMany(dst, name, x.Container), fieldName
+	case "condition":
+		return appendMany(dst, name, x.Condition), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Specimen) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "accessionIdentifier", x.AccessionIdentifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "subject", x.Subject)
+	dst = appendOne(dst, "receivedTime", x.ReceivedTime)
+	dst = appendMany(dst, "parent", x.Parent)
+	dst = appendMany(dst, "request", x.Request)
+	dst = appendOne(dst, "collection", x.Collection)
+	dst = appendMany(dst, "processing", x.Processing)
+	dst = appendMany(dst, "container", x.Container)
+	dst = appendMany(dst, "condition", x.Condition)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 // ResourceType returns "Specimen".
 func (x *Specimen) ResourceType() string { return "Specimen" }
 
@@ -336,6 +412,69 @@ func (x *SpecimenCollection) walk(w *walker) {
 	walkOne(w, "fastingStatusDuration", x.FastingStatusDuration)
 }
 
+func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "collector":
+		return appendOne(dst, name, x.Collector), fieldName
+	case "collectedDateTime":
+		return appendOne(dst, name, x.CollectedDateTime), fieldName
+	case "collectedPeriod":
+		return appendOne(dst, name, x.CollectedPeriod), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "bodySite":
+		return appendOne(dst, name, x.BodySite), fieldName
+	case "fastingStatusCodeableConcept":
+		return appendOne(dst, name, x.FastingStatusCodeableConcept), fieldName
+	case "fastingStatusDuration":
+		return appendOne(dst, name, x.FastingStatusDuration), fieldName
+	case "collected":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+		dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+		return dst, choiceName
+	case "fastingStatus":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "fastingStatusCodeableConcept", x.FastingStatusCodeableConcept)
+		dst = appendOne(dst, "fastingStatusDuration", x.FastingStatusDuration)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenCollection) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "collector", x.Collector)
+	dst = appendOne(dst, "collectedDateTime", x.CollectedDateTime)
+	dst = appendOne(dst, "collectedPeriod", x.CollectedPeriod)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "bodySite", x.BodySite)
+	dst = appendOne(dst, "fastingStatusCodeableConcept", x.FastingStatusCodeableConcept)
+	dst = appendOne(dst, "fastingStatusDuration", x.FastingStatusDuration)
+	return dst, x.ID
+}
+
 func (x *SpecimenCollection) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -459,6 +598,50 @@ func (x *SpecimenProcessing) walk(w *walker) {
 	walkMany(w, "additive", x.Additive)
 	walkOne(w, "timeDateTime", x.TimeDateTime)
 	walkOne(w, "timePeriod", x.TimePeriod)
+}
+
+func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "procedure":
+		return appendOne(dst, name, x.Procedure), fieldName
+	case "additive":
+		return appendMany(dst, name, x.Additive), fieldName
+	case "timeDateTime":
+		return appendOne(dst, name, x.TimeDateTime), fieldName
+	case "timePeriod":
+		return appendOne(dst, name, x.TimePeriod), fieldName
+	case "time":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+		dst = appendOne(dst, "timePeriod", x.TimePeriod)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenProcessing) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "procedure", x.Procedure)
+	dst = appendMany(dst, "additive", x.Additive)
+	dst = appendOne(dst, "timeDateTime", x.TimeDateTime)
+	dst = appendOne(dst, "timePeriod", x.TimePeriod)
+	return dst, x.ID
 }
 
 func (x *SpecimenProcessing) elementParts() (*string, *[]Extension) {
@@ -591,6 +774,56 @@ func (x *SpecimenContainer) walk(w *walker) {
 	walkOne(w, "specimenQuantity", x.SpecimenQuantity)
 	walkOne(w, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	walkOne(w, "additiveReference", x.AdditiveReference)
+}
+
+func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "capacity":
+		return appendOne(dst, name, x.Capacity), fieldName
+	case "specimenQuantity":
+		return appendOne(dst, name, x.SpecimenQuantity), fieldName
+	case "additiveCodeableConcept":
+		return appendOne(dst, name, x.AdditiveCodeableConcept), fieldName
+	case "additiveReference":
+		return appendOne(dst, name, x.AdditiveReference), fieldName
+	case "additive":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+		dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenContainer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "capacity", x.Capacity)
+	dst = appendOne(dst, "specimenQuantity", x.SpecimenQuantity)
+	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+	dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+	return dst, x.ID
 }
 
 func (x *SpecimenContainer) elementParts() (*string, *[]Extension) {

@@ -130,6 +130,61 @@ func (x *SpecimenDefinition) walk(w *walker) {
 	walkMany(w, "typeTested", x.TypeTested)
 }
 
+func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "typeCollected":
+		return appendOne(dst, name, x.TypeCollected), fieldName
+	case "patientPreparation":
+		return appendMany(dst, name, x.PatientPreparation), fieldName
+	case "timeAspect":
+		return appendOne(dst, name, x.TimeAspect), fieldName
+	case "collection":
+		return appendMany(dst, name, x.Collection), fieldName
+	case "typeTested":
+		return appendMany(dst, name, x.TypeTested), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "typeCollected", x.TypeCollected)
+	dst = appendMany(dst, "patientPreparation", x.PatientPreparation)
+	dst = appendOne(dst, "timeAspect", x.TimeAspect)
+	dst = appendMany(dst, "collection", x.Collection)
+	dst = appendMany(dst, "typeTested", x.TypeTested)
+	return dst, x.ID
+}
+
 // ResourceType returns "SpecimenDefinition".
 func (x *SpecimenDefinition) ResourceType() string { return "SpecimenDefinition" }
 
@@ -280,6 +335,52 @@ func (x *SpecimenDefinitionTypeTested) walk(w *walker) {
 	walkOne(w, "retentionTime", x.RetentionTime)
 	walkMany(w, "rejectionCriterion", x.RejectionCriterion)
 	walkMany(w, "handling", x.Handling)
+}
+
+func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "isDerived":
+		return appendOne(dst, name, x.IsDerived), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "preference":
+		return appendOne(dst, name, x.Preference), fieldName
+	case "container":
+		return appendOne(dst, name, x.Container), fieldName
+	case "requirement":
+		return appendOne(dst, name, x.Requirement), fieldName
+	case "retentionTime":
+		return appendOne(dst, name, x.RetentionTime), fieldName
+	case "rejectionCriterion":
+		return appendMany(dst, name, x.RejectionCriterion), fieldName
+	case "handling":
+		return appendMany(dst, name, x.Handling), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTested) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "isDerived", x.IsDerived)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "preference", x.Preference)
+	dst = appendOne(dst, "container", x.Container)
+	dst = appendOne(dst, "requirement", x.Requirement)
+	dst = appendOne(dst, "retentionTime", x.RetentionTime)
+	dst = appendMany(dst, "rejectionCriterion", x.RejectionCriterion)
+	dst = appendMany(dst, "handling", x.Handling)
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTested) elementParts() (*string, *[]Extension) {
@@ -434,6 +535,62 @@ func (x *SpecimenDefinitionTypeTestedContainer) walk(w *walker) {
 	walkOne(w, "preparation", x.Preparation)
 }
 
+func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "material":
+		return appendOne(dst, name, x.Material), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "cap":
+		return appendOne(dst, name, x.Cap), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "capacity":
+		return appendOne(dst, name, x.Capacity), fieldName
+	case "minimumVolumeQuantity":
+		return appendOne(dst, name, x.MinimumVolumeQuantity), fieldName
+	case "minimumVolumeString":
+		return appendOne(dst, name, x.MinimumVolumeString), fieldName
+	case "additive":
+		return appendMany(dst, name, x.Additive), fieldName
+	case "preparation":
+		return appendOne(dst, name, x.Preparation), fieldName
+	case "minimumVolume":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "minimumVolumeQuantity", x.MinimumVolumeQuantity)
+		dst = appendOne(dst, "minimumVolumeString", x.MinimumVolumeString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTestedContainer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "material", x.Material)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "cap", x.Cap)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "capacity", x.Capacity)
+	dst = appendOne(dst, "minimumVolumeQuantity", x.MinimumVolumeQuantity)
+	dst = appendOne(dst, "minimumVolumeString", x.MinimumVolumeString)
+	dst = appendMany(dst, "additive", x.Additive)
+	dst = appendOne(dst, "preparation", x.Preparation)
+	return dst, x.ID
+}
+
 func (x *SpecimenDefinitionTypeTestedContainer) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -537,6 +694,41 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	walkOne(w, "additiveReference", x.AdditiveReference)
+}
+
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "additiveCodeableConcept":
+		return appendOne(dst, name, x.AdditiveCodeableConcept), fieldName
+	case "additiveReference":
+		return appendOne(dst, name, x.AdditiveReference), fieldName
+	case "additive":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+		dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "additiveCodeableConcept", x.AdditiveCodeableConcept)
+	dst = appendOne(dst, "additiveReference", x.AdditiveReference)
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) elementParts() (*string, *[]Extension) {
@@ -646,6 +838,40 @@ func (x *SpecimenDefinitionTypeTestedHandling) walk(w *walker) {
 	walkOne(w, "temperatureRange", x.TemperatureRange)
 	walkOne(w, "maxDuration", x.MaxDuration)
 	walkOne(w, "instruction", x.Instruction)
+}
+
+func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "temperatureQualifier":
+		return appendOne(dst, name, x.TemperatureQualifier), fieldName
+	case "temperatureRange":
+		return appendOne(dst, name, x.TemperatureRange), fieldName
+	case "maxDuration":
+		return appendOne(dst, name, x.MaxDuration), fieldName
+	case "instruction":
+		return appendOne(dst, name, x.Instruction), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SpecimenDefinitionTypeTestedHandling) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "temperatureQualifier", x.TemperatureQualifier)
+	dst = appendOne(dst, "temperatureRange", x.TemperatureRange)
+	dst = appendOne(dst, "maxDuration", x.MaxDuration)
+	dst = appendOne(dst, "instruction", x.Instruction)
+	return dst, x.ID
 }
 
 func (x *SpecimenDefinitionTypeTestedHandling) elementParts() (*string, *[]Extension) {

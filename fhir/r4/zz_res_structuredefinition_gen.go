@@ -290,6 +290,124 @@ func (x *StructureDefinition) walk(w *walker) {
 	walkOne(w, "differential", x.Differential)
 }
 
+func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "keyword":
+		return appendMany(dst, name, x.Keyword), fieldName
+	case "fhirVersion":
+		return appendOne(dst, name, x.FhirVersion), fieldName
+	case "mapping":
+		return appendMany(dst, name, x.Mapping), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "abstract":
+		return appendOne(dst, name, x.Abstract), fieldName
+	case "context":
+		return appendMany(dst, name, x.Context), fieldName
+	case "contextInvariant":
+		return appendMany(dst, name, x.ContextInvariant), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "baseDefinition":
+		return appendOne(dst, name, x.BaseDefinition), fieldName
+	case "derivation":
+		return appendOne(dst, name, x.Derivation), fieldName
+	case "snapshot":
+		return appendOne(dst, name, x.Snapshot), fieldName
+	case "differential":
+		return appendOne(dst, name, x.Differential), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureDefinition) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendMany(dst, "keyword", x.Keyword)
+	dst = appendOne(dst, "fhirVersion", x.FhirVersion)
+	dst = appendMany(dst, "mapping", x.Mapping)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "abstract", x.Abstract)
+	dst = appendMany(dst, "context", x.Context)
+	dst = appendMany(dst, "contextInvariant", x.ContextInvariant)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "baseDefinition", x.BaseDefinition)
+	dst = appendOne(dst, "derivation", x.Derivation)
+	dst = appendOne(dst, "snapshot", x.Snapshot)
+	dst = appendOne(dst, "differential", x.Differential)
+	return dst, x.ID
+}
+
 // ResourceType returns "StructureDefinition".
 func (x *StructureDefinition) ResourceType() string { return "StructureDefinition" }
 
@@ -458,6 +576,40 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identity":
+		return appendOne(dst, name, x.Identity), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureDefinitionMapping) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identity", x.Identity)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "comment", x.Comment)
+	return dst, x.ID
+}
+
 func (x *StructureDefinitionMapping) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -563,6 +715,34 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureDefinitionContext) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "expression", x.Expression)
+	return dst, x.ID
+}
+
 func (x *StructureDefinitionContext) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -654,6 +834,31 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 	walkMany(w, "element", x.Element)
 }
 
+func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "element":
+		return appendMany(dst, name, x.Element), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureDefinitionSnapshot) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "element", x.Element)
+	return dst, x.ID
+}
+
 func (x *StructureDefinitionSnapshot) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -740,6 +945,31 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "element", x.Element)
+}
+
+func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "element":
+		return appendMany(dst, name, x.Element), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureDefinitionDifferential) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "element", x.Element)
+	return dst, x.ID
 }
 
 func (x *StructureDefinitionDifferential) elementParts() (*string, *[]Extension) {

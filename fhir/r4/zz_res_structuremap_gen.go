@@ -224,6 +224,97 @@ func (x *StructureMap) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "structure":
+		return appendMany(dst, name, x.Structure), fieldName
+	case "import":
+		return appendMany(dst, name, x.Import), fieldName
+	case "group":
+		return appendMany(dst, name, x.Group), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMap) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendMany(dst, "structure", x.Structure)
+	dst = appendMany(dst, "import", x.Import)
+	dst = appendMany(dst, "group", x.Group)
+	return dst, x.ID
+}
+
 // ResourceType returns "StructureMap".
 func (x *StructureMap) ResourceType() string { return "StructureMap" }
 
@@ -377,6 +468,40 @@ func (x *StructureMapStructure) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "alias":
+		return appendOne(dst, name, x.Alias), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapStructure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "alias", x.Alias)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
+}
+
 func (x *StructureMapStructure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -510,6 +635,46 @@ func (x *StructureMapGroup) walk(w *walker) {
 	walkMany(w, "rule", x.Rule)
 }
 
+func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "extends":
+		return appendOne(dst, name, x.Extends), fieldName
+	case "typeMode":
+		return appendOne(dst, name, x.TypeMode), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	case "input":
+		return appendMany(dst, name, x.Input), fieldName
+	case "rule":
+		return appendMany(dst, name, x.Rule), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "extends", x.Extends)
+	dst = appendOne(dst, "typeMode", x.TypeMode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	dst = appendMany(dst, "input", x.Input)
+	dst = appendMany(dst, "rule", x.Rule)
+	return dst, x.ID
+}
+
 func (x *StructureMapGroup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -631,6 +796,40 @@ func (x *StructureMapGroupInput) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "mode":
+		return appendOne(dst, name, x.Mode), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroupInput) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "mode", x.Mode)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupInput) elementParts() (*string, *[]Extension) {
@@ -760,6 +959,46 @@ func (x *StructureMapGroupRule) walk(w *walker) {
 	walkMany(w, "rule", x.Rule)
 	walkMany(w, "dependent", x.Dependent)
 	walkOne(w, "documentation", x.Documentation)
+}
+
+func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "rule":
+		return appendMany(dst, name, x.Rule), fieldName
+	case "dependent":
+		return appendMany(dst, name, x.Dependent), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroupRule) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "source", x.Source)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendMany(dst, "rule", x.Rule)
+	dst = appendMany(dst, "dependent", x.Dependent)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRule) elementParts() (*string, *[]Extension) {
@@ -1269,6 +1508,263 @@ func (x *StructureMapGroupRuleSource) walk(w *walker) {
 	walkOne(w, "logMessage", x.LogMessage)
 }
 
+func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "min":
+		return appendOne(dst, name, x.Min), fieldName
+	case "max":
+		return appendOne(dst, name, x.Max), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "defaultValueBase64Binary":
+		return appendOne(dst, name, x.DefaultValueBase64Binary), fieldName
+	case "defaultValueBoolean":
+		return appendOne(dst, name, x.DefaultValueBoolean), fieldName
+	case "defaultValueCanonical":
+		return appendOne(dst, name, x.DefaultValueCanonical), fieldName
+	case "defaultValueCode":
+		return appendOne(dst, name, x.DefaultValueCode), fieldName
+	case "defaultValueDate":
+		return appendOne(dst, name, x.DefaultValueDate), fieldName
+	case "defaultValueDateTime":
+		return appendOne(dst, name, x.DefaultValueDateTime), fieldName
+	case "defaultValueDecimal":
+		return appendOne(dst, name, x.DefaultValueDecimal), fieldName
+	case "defaultValueId":
+		return appendOne(dst, name, x.DefaultValueID), fieldName
+	case "defaultValueInstant":
+		return appendOne(dst, name, x.DefaultValueInstant), fieldName
+	case "defaultValueInteger":
+		return appendOne(dst, name, x.DefaultValueInteger), fieldName
+	case "defaultValueMarkdown":
+		return appendOne(dst, name, x.DefaultValueMarkdown), fieldName
+	case "defaultValueOid":
+		return appendOne(dst, name, x.DefaultValueOID), fieldName
+	case "defaultValuePositiveInt":
+		return appendOne(dst, name, x.DefaultValuePositiveInt), fieldName
+	case "defaultValueString":
+		return appendOne(dst, name, x.DefaultValueString), fieldName
+	case "defaultValueTime":
+		return appendOne(dst, name, x.DefaultValueTime), fieldName
+	case "defaultValueUnsignedInt":
+		return appendOne(dst, name, x.DefaultValueUnsignedInt), fieldName
+	case "defaultValueUri":
+		return appendOne(dst, name, x.DefaultValueURI), fieldName
+	case "defaultValueUrl":
+		return appendOne(dst, name, x.DefaultValueURL), fieldName
+	case "defaultValueUuid":
+		return appendOne(dst, name, x.DefaultValueUUID), fieldName
+	case "defaultValueAddress":
+		return appendOne(dst, name, x.DefaultValueAddress), fieldName
+	case "defaultValueAge":
+		return appendOne(dst, name, x.DefaultValueAge), fieldName
+	case "defaultValueAnnotation":
+		return appendOne(dst, name, x.DefaultValueAnnotation), fieldName
+	case "defaultValueAttachment":
+		return appendOne(dst, name, x.DefaultValueAttachment), fieldName
+	case "defaultValueCodeableConcept":
+		return appendOne(dst, name, x.DefaultValueCodeableConcept), fieldName
+	case "defaultValueCoding":
+		return appendOne(dst, name, x.DefaultValueCoding), fieldName
+	case "defaultValueContactPoint":
+		return appendOne(dst, name, x.DefaultValueContactPoint), fieldName
+	case "defaultValueCount":
+		return appendOne(dst, name, x.DefaultValueCount), fieldName
+	case "defaultValueDistance":
+		return appendOne(dst, name, x.DefaultValueDistance), fieldName
+	case "defaultValueDuration":
+		return appendOne(dst, name, x.DefaultValueDuration), fieldName
+	case "defaultValueHumanName":
+		return appendOne(dst, name, x.DefaultValueHumanName), fieldName
+	case "defaultValueIdentifier":
+		return appendOne(dst, name, x.DefaultValueIdentifier), fieldName
+	case "defaultValueMoney":
+		return appendOne(dst, name, x.DefaultValueMoney), fieldName
+	case "defaultValuePeriod":
+		return appendOne(dst, name, x.DefaultValuePeriod), fieldName
+	case "defaultValueQuantity":
+		return appendOne(dst, name, x.DefaultValueQuantity), fieldName
+	case "defaultValueRange":
+		return appendOne(dst, name, x.DefaultValueRange), fieldName
+	case "defaultValueRatio":
+		return appendOne(dst, name, x.DefaultValueRatio), fieldName
+	case "defaultValueReference":
+		return appendOne(dst, name, x.DefaultValueReference), fieldName
+	case "defaultValueSampledData":
+		return appendOne(dst, name, x.DefaultValueSampledData), fieldName
+	case "defaultValueSignature":
+		return appendOne(dst, name, x.DefaultValueSignature), fieldName
+	case "defaultValueTiming":
+		return appendOne(dst, name, x.DefaultValueTiming), fieldName
+	case "defaultValueContactDetail":
+		return appendOne(dst, name, x.DefaultValueContactDetail), fieldName
+	case "defaultValueContributor":
+		return appendOne(dst, name, x.DefaultValueContributor), fieldName
+	case "defaultValueDataRequirement":
+		return appendOne(dst, name, x.DefaultValueDataRequirement), fieldName
+	case "defaultValueExpression":
+		return appendOne(dst, name, x.DefaultValueExpression), fieldName
+	case "defaultValueParameterDefinition":
+		return appendOne(dst, name, x.DefaultValueParameterDefinition), fieldName
+	case "defaultValueRelatedArtifact":
+		return appendOne(dst, name, x.DefaultValueRelatedArtifact), fieldName
+	case "defaultValueTriggerDefinition":
+		return appendOne(dst, name, x.DefaultValueTriggerDefinition), fieldName
+	case "defaultValueUsageContext":
+		return appendOne(dst, name, x.DefaultValueUsageContext), fieldName
+	case "defaultValueDosage":
+		return appendOne(dst, name, x.DefaultValueDosage), fieldName
+	case "defaultValueMeta":
+		return appendOne(dst, name, x.DefaultValueMeta), fieldName
+	case "element":
+		return appendOne(dst, name, x.Element), fieldName
+	case "listMode":
+		return appendOne(dst, name, x.ListMode), fieldName
+	case "variable":
+		return appendOne(dst, name, x.Variable), fieldName
+	case "condition":
+		return appendOne(dst, name, x.Condition), fieldName
+	case "check":
+		return appendOne(dst, name, x.Check), fieldName
+	case "logMessage":
+		return appendOne(dst, name, x.LogMessage), fieldName
+	case "defaultValue":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "defaultValueBase64Binary", x.DefaultValueBase64Binary)
+		dst = appendOne(dst, "defaultValueBoolean", x.DefaultValueBoolean)
+		dst = appendOne(dst, "defaultValueCanonical", x.DefaultValueCanonical)
+		dst = appendOne(dst, "defaultValueCode", x.DefaultValueCode)
+		dst = appendOne(dst, "defaultValueDate", x.DefaultValueDate)
+		dst = appendOne(dst, "defaultValueDateTime", x.DefaultValueDateTime)
+		dst = appendOne(dst, "defaultValueDecimal", x.DefaultValueDecimal)
+		dst = appendOne(dst, "defaultValueId", x.DefaultValueID)
+		dst = appendOne(dst, "defaultValueInstant", x.DefaultValueInstant)
+		dst = appendOne(dst, "defaultValueInteger", x.DefaultValueInteger)
+		dst = appendOne(dst, "defaultValueMarkdown", x.DefaultValueMarkdown)
+		dst = appendOne(dst, "defaultValueOid", x.DefaultValueOID)
+		dst = appendOne(dst, "defaultValuePositiveInt", x.DefaultValuePositiveInt)
+		dst = appendOne(dst, "defaultValueString", x.DefaultValueString)
+		dst = appendOne(dst, "defaultValueTime", x.DefaultValueTime)
+		dst = appendOne(dst, "defaultValueUnsignedInt", x.DefaultValueUnsignedInt)
+		dst = appendOne(dst, "defaultValueUri", x.DefaultValueURI)
+		dst = appendOne(dst, "defaultValueUrl", x.DefaultValueURL)
+		dst = appendOne(dst, "defaultValueUuid", x.DefaultValueUUID)
+		dst = appendOne(dst, "defaultValueAddress", x.DefaultValueAddress)
+		dst = appendOne(dst, "defaultValueAge", x.DefaultValueAge)
+		dst = appendOne(dst, "defaultValueAnnotation", x.DefaultValueAnnotation)
+		dst = appendOne(dst, "defaultValueAttachment", x.DefaultValueAttachment)
+		dst = appendOne(dst, "defaultValueCodeableConcept", x.DefaultValueCodeableConcept)
+		dst = appendOne(dst, "defaultValueCoding", x.DefaultValueCoding)
+		dst = appendOne(dst, "defaultValueContactPoint", x.DefaultValueContactPoint)
+		dst = appendOne(dst, "defaultValueCount", x.DefaultValueCount)
+		dst = appendOne(dst, "defaultValueDistance", x.DefaultValueDistance)
+		dst = appendOne(dst, "defaultValueDuration", x.DefaultValueDuration)
+		dst = appendOne(dst, "defaultValueHumanName", x.DefaultValueHumanName)
+		dst = appendOne(dst, "defaultValueIdentifier", x.DefaultValueIdentifier)
+		dst = appendOne(dst, "defaultValueMoney", x.DefaultValueMoney)
+		dst = appendOne(dst, "defaultValuePeriod", x.DefaultValuePeriod)
+		dst = appendOne(dst, "defaultValueQuantity", x.DefaultValueQuantity)
+		dst = appendOne(dst, "defaultValueRange", x.DefaultValueRange)
+		dst = appendOne(dst, "defaultValueRatio", x.DefaultValueRatio)
+		dst = appendOne(dst, "defaultValueReference", x.DefaultValueReference)
+		dst = appendOne(dst, "defaultValueSampledData", x.DefaultValueSampledData)
+		dst = appendOne(dst, "defaultValueSignature", x.DefaultValueSignature)
+		dst = appendOne(dst, "defaultValueTiming", x.DefaultValueTiming)
+		dst = appendOne(dst, "defaultValueContactDetail", x.DefaultValueContactDetail)
+		dst = appendOne(dst, "defaultValueContributor", x.DefaultValueContributor)
+		dst = appendOne(dst, "defaultValueDataRequirement", x.DefaultValueDataRequirement)
+		dst = appendOne(dst, "defaultValueExpression", x.DefaultValueExpression)
+		dst = appendOne(dst, "defaultValueParameterDefinition", x.DefaultValueParameterDefinition)
+		dst = appendOne(dst, "defaultValueRelatedArtifact", x.DefaultValueRelatedArtifact)
+		dst = appendOne(dst, "defaultValueTriggerDefinition", x.DefaultValueTriggerDefinition)
+		dst = appendOne(dst, "defaultValueUsageContext", x.DefaultValueUsageContext)
+		dst = appendOne(dst, "defaultValueDosage", x.DefaultValueDosage)
+		dst = appendOne(dst, "defaultValueMeta", x.DefaultValueMeta)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroupRuleSource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "min", x.Min)
+	dst = appendOne(dst, "max", x.Max)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "defaultValueBase64Binary", x.DefaultValueBase64Binary)
+	dst = appendOne(dst, "defaultValueBoolean", x.DefaultValueBoolean)
+	dst = appendOne(dst, "defaultValueCanonical", x.DefaultValueCanonical)
+	dst = appendOne(dst, "defaultValueCode", x.DefaultValueCode)
+	dst = appendOne(dst, "defaultValueDate", x.DefaultValueDate)
+	dst = appendOne(dst, "defaultValueDateTime", x.DefaultValueDateTime)
+	dst = appendOne(dst, "defaultValueDecimal", x.DefaultValueDecimal)
+	dst = appendOne(dst, "defaultValueId", x.DefaultValueID)
+	dst = appendOne(dst, "defaultValueInstant", x.DefaultValueInstant)
+	dst = appendOne(dst, "defaultValueInteger", x.DefaultValueInteger)
+	dst = appendOne(dst, "defaultValueMarkdown", x.DefaultValueMarkdown)
+	dst = appendOne(dst, "defaultValueOid", x.DefaultValueOID)
+	dst = appendOne(dst, "defaultValuePositiveInt", x.DefaultValuePositiveInt)
+	dst = appendOne(dst, "defaultValueString", x.DefaultValueString)
+	dst = appendOne(dst, "defaultValueTime", x.DefaultValueTime)
+	dst = appendOne(dst, "defaultValueUnsignedInt", x.DefaultValueUnsignedInt)
+	dst = appendOne(dst, "defaultValueUri", x.DefaultValueURI)
+	dst = appendOne(dst, "defaultValueUrl", x.DefaultValueURL)
+	dst = appendOne(dst, "defaultValueUuid", x.DefaultValueUUID)
+	dst = appendOne(dst, "defaultValueAddress", x.DefaultValueAddress)
+	dst = appendOne(dst, "defaultValueAge", x.DefaultValueAge)
+	dst = appendOne(dst, "defaultValueAnnotation", x.DefaultValueAnnotation)
+	dst = appendOne(dst, "defaultValueAttachment", x.DefaultValueAttachment)
+	dst = appendOne(dst, "defaultValueCodeableConcept", x.DefaultValueCodeableConcept)
+	dst = appendOne(dst, "defaultValueCoding", x.DefaultValueCoding)
+	dst = appendOne(dst, "defaultValueContactPoint", x.DefaultValueContactPoint)
+	dst = appendOne(dst, "defaultValueCount", x.DefaultValueCount)
+	dst = appendOne(dst, "defaultValueDistance", x.DefaultValueDistance)
+	dst = appendOne(dst, "defaultValueDuration", x.DefaultValueDuration)
+	dst = appendOne(dst, "defaultValueHumanName", x.DefaultValueHumanName)
+	dst = appendOne(dst, "defaultValueIdentifier", x.DefaultValueIdentifier)
+	dst = appendOne(dst, "defaultValueMoney", x.DefaultValueMoney)
+	dst = appendOne(dst, "defaultValuePeriod", x.DefaultValuePeriod)
+	dst = appendOne(dst, "defaultValueQuantity", x.DefaultValueQuantity)
+	dst = appendOne(dst, "defaultValueRange", x.DefaultValueRange)
+	dst = appendOne(dst, "defaultValueRatio", x.DefaultValueRatio)
+	dst = appendOne(dst, "defaultValueReference", x.DefaultValueReference)
+	dst = appendOne(dst, "defaultValueSampledData", x.DefaultValueSampledData)
+	dst = appendOne(dst, "defaultValueSignature", x.DefaultValueSignature)
+	dst = appendOne(dst, "defaultValueTiming", x.DefaultValueTiming)
+	dst = appendOne(dst, "defaultValueContactDetail", x.DefaultValueContactDetail)
+	dst = appendOne(dst, "defaultValueContributor", x.DefaultValueContributor)
+	dst = appendOne(dst, "defaultValueDataRequirement", x.DefaultValueDataRequirement)
+	dst = appendOne(dst, "defaultValueExpression", x.DefaultValueExpression)
+	dst = appendOne(dst, "defaultValueParameterDefinition", x.DefaultValueParameterDefinition)
+	dst = appendOne(dst, "defaultValueRelatedArtifact", x.DefaultValueRelatedArtifact)
+	dst = appendOne(dst, "defaultValueTriggerDefinition", x.DefaultValueTriggerDefinition)
+	dst = appendOne(dst, "defaultValueUsageContext", x.DefaultValueUsageContext)
+	dst = appendOne(dst, "defaultValueDosage", x.DefaultValueDosage)
+	dst = appendOne(dst, "defaultValueMeta", x.DefaultValueMeta)
+	dst = appendOne(dst, "element", x.Element)
+	dst = appendOne(dst, "listMode", x.ListMode)
+	dst = appendOne(dst, "variable", x.Variable)
+	dst = appendOne(dst, "condition", x.Condition)
+	dst = appendOne(dst, "check", x.Check)
+	dst = appendOne(dst, "logMessage", x.LogMessage)
+	return dst, x.ID
+}
+
 func (x *StructureMapGroupRuleSource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1501,6 +1997,52 @@ func (x *StructureMapGroupRuleTarget) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 }
 
+func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "context":
+		return appendOne(dst, name, x.Context), fieldName
+	case "contextType":
+		return appendOne(dst, name, x.ContextType), fieldName
+	case "element":
+		return appendOne(dst, name, x.Element), fieldName
+	case "variable":
+		return appendOne(dst, name, x.Variable), fieldName
+	case "listMode":
+		return appendMany(dst, name, x.ListMode), fieldName
+	case "listRuleId":
+		return appendOne(dst, name, x.ListRuleID), fieldName
+	case "transform":
+		return appendOne(dst, name, x.Transform), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroupRuleTarget) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "context", x.Context)
+	dst = appendOne(dst, "contextType", x.ContextType)
+	dst = appendOne(dst, "element", x.Element)
+	dst = appendOne(dst, "variable", x.Variable)
+	dst = appendMany(dst, "listMode", x.ListMode)
+	dst = appendOne(dst, "listRuleId", x.ListRuleID)
+	dst = appendOne(dst, "transform", x.Transform)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	return dst, x.ID
+}
+
 func (x *StructureMapGroupRuleTarget) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1637,6 +2179,53 @@ func (x *StructureMapGroupRuleTargetParameter) walk(w *walker) {
 	walkOne(w, "valueDecimal", x.ValueDecimal)
 }
 
+func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "valueId":
+		return appendOne(dst, name, x.ValueID), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueId", x.ValueID)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroupRuleTargetParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	return dst, x.ID
+}
+
 func (x *StructureMapGroupRuleTargetParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1742,6 +2331,34 @@ func (x *StructureMapGroupRuleDependent) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "name", x.Name)
 	walkMany(w, "variable", x.Variable)
+}
+
+func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "variable":
+		return appendMany(dst, name, x.Variable), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *StructureMapGroupRuleDependent) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendMany(dst, "variable", x.Variable)
+	return dst, x.ID
 }
 
 func (x *StructureMapGroupRuleDependent) elementParts() (*string, *[]Extension) {

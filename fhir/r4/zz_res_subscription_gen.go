@@ -144,6 +144,64 @@ func (x *Subscription) walk(w *walker) {
 	walkOne(w, "channel", x.Channel)
 }
 
+func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "end":
+		return appendOne(dst, name, x.End), fieldName
+	case "reason":
+		return appendOne(dst, name, x.Reason), fieldName
+	case "criteria":
+		return appendOne(dst, name, x.Criteria), fieldName
+	case "error":
+		return appendOne(dst, name, x.Error), fieldName
+	case "channel":
+		return appendOne(dst, name, x.Channel), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Subscription) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "end", x.End)
+	dst = appendOne(dst, "reason", x.Reason)
+	dst = appendOne(dst, "criteria", x.Criteria)
+	dst = appendOne(dst, "error", x.Error)
+	dst = appendOne(dst, "channel", x.Channel)
+	return dst, x.ID
+}
+
 // ResourceType returns "Subscription".
 func (x *Subscription) ResourceType() string { return "Subscription" }
 
@@ -277,6 +335,40 @@ func (x *SubscriptionChannel) walk(w *walker) {
 	walkOne(w, "endpoint", x.Endpoint)
 	walkOne(w, "payload", x.Payload)
 	walkMany(w, "header", x.Header)
+}
+
+func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "endpoint":
+		return appendOne(dst, name, x.Endpoint), fieldName
+	case "payload":
+		return appendOne(dst, name, x.Payload), fieldName
+	case "header":
+		return appendMany(dst, name, x.Header), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubscriptionChannel) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "endpoint", x.Endpoint)
+	dst = appendOne(dst, "payload", x.Payload)
+	dst = appendMany(dst, "header", x.Header)
+	return dst, x.ID
 }
 
 func (x *SubscriptionChannel) elementParts() (*string, *[]Extension) {

@@ -138,6 +138,64 @@ func (x *Substance) walk(w *walker) {
 	walkMany(w, "ingredient", x.Ingredient)
 }
 
+func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendMany(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "instance":
+		return appendMany(dst, name, x.Instance), fieldName
+	case "ingredient":
+		return appendMany(dst, name, x.Ingredient), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Substance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendMany(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "instance", x.Instance)
+	dst = appendMany(dst, "ingredient", x.Ingredient)
+	return dst, x.ID
+}
+
 // ResourceType returns "Substance".
 func (x *Substance) ResourceType() string { return "Substance" }
 
@@ -258,6 +316,37 @@ func (x *SubstanceInstance) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 }
 
+func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "expiry":
+		return appendOne(dst, name, x.Expiry), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceInstance) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "expiry", x.Expiry)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	return dst, x.ID
+}
+
 func (x *SubstanceInstance) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -359,6 +448,44 @@ func (x *SubstanceIngredient) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "substanceCodeableConcept", x.SubstanceCodeableConcept)
 	walkOne(w, "substanceReference", x.SubstanceReference)
+}
+
+func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "substanceCodeableConcept":
+		return appendOne(dst, name, x.SubstanceCodeableConcept), fieldName
+	case "substanceReference":
+		return appendOne(dst, name, x.SubstanceReference), fieldName
+	case "substance":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+		dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceIngredient) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+	dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+	return dst, x.ID
 }
 
 func (x *SubstanceIngredient) elementParts() (*string, *[]Extension) {

@@ -126,6 +126,58 @@ func (x *SubstanceNucleicAcid) walk(w *walker) {
 	walkMany(w, "subunit", x.Subunit)
 }
 
+func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequenceType":
+		return appendOne(dst, name, x.SequenceType), fieldName
+	case "numberOfSubunits":
+		return appendOne(dst, name, x.NumberOfSubunits), fieldName
+	case "areaOfHybridisation":
+		return appendOne(dst, name, x.AreaOfHybridisation), fieldName
+	case "oligoNucleotideType":
+		return appendOne(dst, name, x.OligoNucleotideType), fieldName
+	case "subunit":
+		return appendMany(dst, name, x.Subunit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceNucleicAcid) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequenceType", x.SequenceType)
+	dst = appendOne(dst, "numberOfSubunits", x.NumberOfSubunits)
+	dst = appendOne(dst, "areaOfHybridisation", x.AreaOfHybridisation)
+	dst = appendOne(dst, "oligoNucleotideType", x.OligoNucleotideType)
+	dst = appendMany(dst, "subunit", x.Subunit)
+	return dst, x.ID
+}
+
 // ResourceType returns "SubstanceNucleicAcid".
 func (x *SubstanceNucleicAcid) ResourceType() string { return "SubstanceNucleicAcid" }
 
@@ -278,6 +330,52 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 	walkMany(w, "sugar", x.Sugar)
 }
 
+func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subunit":
+		return appendOne(dst, name, x.Subunit), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "sequenceAttachment":
+		return appendOne(dst, name, x.SequenceAttachment), fieldName
+	case "fivePrime":
+		return appendOne(dst, name, x.FivePrime), fieldName
+	case "threePrime":
+		return appendOne(dst, name, x.ThreePrime), fieldName
+	case "linkage":
+		return appendMany(dst, name, x.Linkage), fieldName
+	case "sugar":
+		return appendMany(dst, name, x.Sugar), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceNucleicAcidSubunit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "subunit", x.Subunit)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendOne(dst, "sequenceAttachment", x.SequenceAttachment)
+	dst = appendOne(dst, "fivePrime", x.FivePrime)
+	dst = appendOne(dst, "threePrime", x.ThreePrime)
+	dst = appendMany(dst, "linkage", x.Linkage)
+	dst = appendMany(dst, "sugar", x.Sugar)
+	return dst, x.ID
+}
+
 func (x *SubstanceNucleicAcidSubunit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -400,6 +498,40 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 	walkOne(w, "residueSite", x.ResidueSite)
 }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "connectivity":
+		return appendOne(dst, name, x.Connectivity), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "residueSite":
+		return appendOne(dst, name, x.ResidueSite), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceNucleicAcidSubunitLinkage) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "connectivity", x.Connectivity)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "residueSite", x.ResidueSite)
+	return dst, x.ID
+}
+
 func (x *SubstanceNucleicAcidSubunitLinkage) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -508,6 +640,37 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "name", x.Name)
 	walkOne(w, "residueSite", x.ResidueSite)
+}
+
+func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "residueSite":
+		return appendOne(dst, name, x.ResidueSite), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceNucleicAcidSubunitSugar) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "residueSite", x.ResidueSite)
+	return dst, x.ID
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) elementParts() (*string, *[]Extension) {

@@ -130,6 +130,61 @@ func (x *SubstancePolymer) walk(w *walker) {
 	walkMany(w, "repeat", x.Repeat)
 }
 
+func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "class":
+		return appendOne(dst, name, x.Class), fieldName
+	case "geometry":
+		return appendOne(dst, name, x.Geometry), fieldName
+	case "copolymerConnectivity":
+		return appendMany(dst, name, x.CopolymerConnectivity), fieldName
+	case "modification":
+		return appendMany(dst, name, x.Modification), fieldName
+	case "monomerSet":
+		return appendMany(dst, name, x.MonomerSet), fieldName
+	case "repeat":
+		return appendMany(dst, name, x.Repeat), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymer) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendOne(dst, "geometry", x.Geometry)
+	dst = appendMany(dst, "copolymerConnectivity", x.CopolymerConnectivity)
+	dst = appendMany(dst, "modification", x.Modification)
+	dst = appendMany(dst, "monomerSet", x.MonomerSet)
+	dst = appendMany(dst, "repeat", x.Repeat)
+	return dst, x.ID
+}
+
 // ResourceType returns "SubstancePolymer".
 func (x *SubstancePolymer) ResourceType() string { return "SubstancePolymer" }
 
@@ -240,6 +295,34 @@ func (x *SubstancePolymerMonomerSet) walk(w *walker) {
 	walkMany(w, "startingMaterial", x.StartingMaterial)
 }
 
+func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "ratioType":
+		return appendOne(dst, name, x.RatioType), fieldName
+	case "startingMaterial":
+		return appendMany(dst, name, x.StartingMaterial), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymerMonomerSet) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "ratioType", x.RatioType)
+	dst = appendMany(dst, "startingMaterial", x.StartingMaterial)
+	return dst, x.ID
+}
+
 func (x *SubstancePolymerMonomerSet) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -347,6 +430,40 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "isDefining", x.IsDefining)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "material":
+		return appendOne(dst, name, x.Material), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "isDefining":
+		return appendOne(dst, name, x.IsDefining), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymerMonomerSetStartingMaterial) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "material", x.Material)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "isDefining", x.IsDefining)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) elementParts() (*string, *[]Extension) {
@@ -461,6 +578,40 @@ func (x *SubstancePolymerRepeat) walk(w *walker) {
 	walkOne(w, "averageMolecularFormula", x.AverageMolecularFormula)
 	walkOne(w, "repeatUnitAmountType", x.RepeatUnitAmountType)
 	walkMany(w, "repeatUnit", x.RepeatUnit)
+}
+
+func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "numberOfUnits":
+		return appendOne(dst, name, x.NumberOfUnits), fieldName
+	case "averageMolecularFormula":
+		return appendOne(dst, name, x.AverageMolecularFormula), fieldName
+	case "repeatUnitAmountType":
+		return appendOne(dst, name, x.RepeatUnitAmountType), fieldName
+	case "repeatUnit":
+		return appendMany(dst, name, x.RepeatUnit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeat) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "numberOfUnits", x.NumberOfUnits)
+	dst = appendOne(dst, "averageMolecularFormula", x.AverageMolecularFormula)
+	dst = appendOne(dst, "repeatUnitAmountType", x.RepeatUnitAmountType)
+	dst = appendMany(dst, "repeatUnit", x.RepeatUnit)
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeat) elementParts() (*string, *[]Extension) {
@@ -582,6 +733,43 @@ func (x *SubstancePolymerRepeatRepeatUnit) walk(w *walker) {
 	walkMany(w, "structuralRepresentation", x.StructuralRepresentation)
 }
 
+func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "orientationOfPolymerisation":
+		return appendOne(dst, name, x.OrientationOfPolymerisation), fieldName
+	case "repeatUnit":
+		return appendOne(dst, name, x.RepeatUnit), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "degreeOfPolymerisation":
+		return appendMany(dst, name, x.DegreeOfPolymerisation), fieldName
+	case "structuralRepresentation":
+		return appendMany(dst, name, x.StructuralRepresentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeatRepeatUnit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "orientationOfPolymerisation", x.OrientationOfPolymerisation)
+	dst = appendOne(dst, "repeatUnit", x.RepeatUnit)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendMany(dst, "degreeOfPolymerisation", x.DegreeOfPolymerisation)
+	dst = appendMany(dst, "structuralRepresentation", x.StructuralRepresentation)
+	return dst, x.ID
+}
+
 func (x *SubstancePolymerRepeatRepeatUnit) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -679,6 +867,34 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walk(w *walker)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "degree", x.Degree)
 	walkOne(w, "amount", x.Amount)
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "degree":
+		return appendOne(dst, name, x.Degree), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "degree", x.Degree)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) elementParts() (*string, *[]Extension) {
@@ -782,6 +998,37 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walk(w *walke
 	walkOne(w, "type", x.Type)
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "representation":
+		return appendOne(dst, name, x.Representation), fieldName
+	case "attachment":
+		return appendOne(dst, name, x.Attachment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "representation", x.Representation)
+	dst = appendOne(dst, "attachment", x.Attachment)
+	return dst, x.ID
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) elementParts() (*string, *[]Extension) {

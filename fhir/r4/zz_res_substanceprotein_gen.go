@@ -120,6 +120,55 @@ func (x *SubstanceProtein) walk(w *walker) {
 	walkMany(w, "subunit", x.Subunit)
 }
 
+func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sequenceType":
+		return appendOne(dst, name, x.SequenceType), fieldName
+	case "numberOfSubunits":
+		return appendOne(dst, name, x.NumberOfSubunits), fieldName
+	case "disulfideLinkage":
+		return appendMany(dst, name, x.DisulfideLinkage), fieldName
+	case "subunit":
+		return appendMany(dst, name, x.Subunit), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceProtein) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sequenceType", x.SequenceType)
+	dst = appendOne(dst, "numberOfSubunits", x.NumberOfSubunits)
+	dst = appendMany(dst, "disulfideLinkage", x.DisulfideLinkage)
+	dst = appendMany(dst, "subunit", x.Subunit)
+	return dst, x.ID
+}
+
 // ResourceType returns "SubstanceProtein".
 func (x *SubstanceProtein) ResourceType() string { return "SubstanceProtein" }
 
@@ -273,6 +322,52 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 	walkOne(w, "nTerminalModification", x.NTerminalModification)
 	walkOne(w, "cTerminalModificationId", x.CTerminalModificationID)
 	walkOne(w, "cTerminalModification", x.CTerminalModification)
+}
+
+func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "subunit":
+		return appendOne(dst, name, x.Subunit), fieldName
+	case "sequence":
+		return appendOne(dst, name, x.Sequence), fieldName
+	case "length":
+		return appendOne(dst, name, x.Length), fieldName
+	case "sequenceAttachment":
+		return appendOne(dst, name, x.SequenceAttachment), fieldName
+	case "nTerminalModificationId":
+		return appendOne(dst, name, x.NTerminalModificationID), fieldName
+	case "nTerminalModification":
+		return appendOne(dst, name, x.NTerminalModification), fieldName
+	case "cTerminalModificationId":
+		return appendOne(dst, name, x.CTerminalModificationID), fieldName
+	case "cTerminalModification":
+		return appendOne(dst, name, x.CTerminalModification), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceProteinSubunit) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "subunit", x.Subunit)
+	dst = appendOne(dst, "sequence", x.Sequence)
+	dst = appendOne(dst, "length", x.Length)
+	dst = appendOne(dst, "sequenceAttachment", x.SequenceAttachment)
+	dst = appendOne(dst, "nTerminalModificationId", x.NTerminalModificationID)
+	dst = appendOne(dst, "nTerminalModification", x.NTerminalModification)
+	dst = appendOne(dst, "cTerminalModificationId", x.CTerminalModificationID)
+	dst = appendOne(dst, "cTerminalModification", x.CTerminalModification)
+	return dst, x.ID
 }
 
 func (x *SubstanceProteinSubunit) elementParts() (*string, *[]Extension) {

@@ -124,6 +124,58 @@ func (x *SubstanceReferenceInformation) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "gene":
+		return appendMany(dst, name, x.Gene), fieldName
+	case "geneElement":
+		return appendMany(dst, name, x.GeneElement), fieldName
+	case "classification":
+		return appendMany(dst, name, x.Classification), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "gene", x.Gene)
+	dst = appendMany(dst, "geneElement", x.GeneElement)
+	dst = appendMany(dst, "classification", x.Classification)
+	dst = appendMany(dst, "target", x.Target)
+	return dst, x.ID
+}
+
 // ResourceType returns "SubstanceReferenceInformation".
 func (x *SubstanceReferenceInformation) ResourceType() string { return "SubstanceReferenceInformation" }
 
@@ -239,6 +291,37 @@ func (x *SubstanceReferenceInformationGene) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "geneSequenceOrigin":
+		return appendOne(dst, name, x.GeneSequenceOrigin), fieldName
+	case "gene":
+		return appendOne(dst, name, x.Gene), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationGene) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "geneSequenceOrigin", x.GeneSequenceOrigin)
+	dst = appendOne(dst, "gene", x.Gene)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
+}
+
 func (x *SubstanceReferenceInformationGene) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -339,6 +422,37 @@ func (x *SubstanceReferenceInformationGeneElement) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "element", x.Element)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "element":
+		return appendOne(dst, name, x.Element), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationGeneElement) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "element", x.Element)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationGeneElement) elementParts() (*string, *[]Extension) {
@@ -447,6 +561,40 @@ func (x *SubstanceReferenceInformationClassification) walk(w *walker) {
 	walkOne(w, "classification", x.Classification)
 	walkMany(w, "subtype", x.Subtype)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "domain":
+		return appendOne(dst, name, x.Domain), fieldName
+	case "classification":
+		return appendOne(dst, name, x.Classification), fieldName
+	case "subtype":
+		return appendMany(dst, name, x.Subtype), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationClassification) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "domain", x.Domain)
+	dst = appendOne(dst, "classification", x.Classification)
+	dst = appendMany(dst, "subtype", x.Subtype)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationClassification) elementParts() (*string, *[]Extension) {
@@ -594,6 +742,66 @@ func (x *SubstanceReferenceInformationTarget) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "target":
+		return appendOne(dst, name, x.Target), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "interaction":
+		return appendOne(dst, name, x.Interaction), fieldName
+	case "organism":
+		return appendOne(dst, name, x.Organism), fieldName
+	case "organismType":
+		return appendOne(dst, name, x.OrganismType), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountRange":
+		return appendOne(dst, name, x.AmountRange), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "amountType":
+		return appendOne(dst, name, x.AmountType), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountRange", x.AmountRange)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceReferenceInformationTarget) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "target", x.Target)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "interaction", x.Interaction)
+	dst = appendOne(dst, "organism", x.Organism)
+	dst = appendOne(dst, "organismType", x.OrganismType)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountRange", x.AmountRange)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	dst = appendOne(dst, "amountType", x.AmountType)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
 }
 
 func (x *SubstanceReferenceInformationTarget) elementParts() (*string, *[]Extension) {

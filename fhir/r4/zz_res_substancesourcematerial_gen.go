@@ -176,6 +176,82 @@ func (x *SubstanceSourceMaterial) walk(w *walker) {
 	walkMany(w, "partDescription", x.PartDescription)
 }
 
+func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "sourceMaterialClass":
+		return appendOne(dst, name, x.SourceMaterialClass), fieldName
+	case "sourceMaterialType":
+		return appendOne(dst, name, x.SourceMaterialType), fieldName
+	case "sourceMaterialState":
+		return appendOne(dst, name, x.SourceMaterialState), fieldName
+	case "organismId":
+		return appendOne(dst, name, x.OrganismID), fieldName
+	case "organismName":
+		return appendOne(dst, name, x.OrganismName), fieldName
+	case "parentSubstanceId":
+		return appendMany(dst, name, x.ParentSubstanceID), fieldName
+	case "parentSubstanceName":
+		return appendMany(dst, name, x.ParentSubstanceName), fieldName
+	case "countryOfOrigin":
+		return appendMany(dst, name, x.CountryOfOrigin), fieldName
+	case "geographicalLocation":
+		return appendMany(dst, name, x.GeographicalLocation), fieldName
+	case "developmentStage":
+		return appendOne(dst, name, x.DevelopmentStage), fieldName
+	case "fractionDescription":
+		return appendMany(dst, name, x.FractionDescription), fieldName
+	case "organism":
+		return appendOne(dst, name, x.Organism), fieldName
+	case "partDescription":
+		return appendMany(dst, name, x.PartDescription), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterial) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "sourceMaterialClass", x.SourceMaterialClass)
+	dst = appendOne(dst, "sourceMaterialType", x.SourceMaterialType)
+	dst = appendOne(dst, "sourceMaterialState", x.SourceMaterialState)
+	dst = appendOne(dst, "organismId", x.OrganismID)
+	dst = appendOne(dst, "organismName", x.OrganismName)
+	dst = appendMany(dst, "parentSubstanceId", x.ParentSubstanceID)
+	dst = appendMany(dst, "parentSubstanceName", x.ParentSubstanceName)
+	dst = appendMany(dst, "countryOfOrigin", x.CountryOfOrigin)
+	dst = appendMany(dst, "geographicalLocation", x.GeographicalLocation)
+	dst = appendOne(dst, "developmentStage", x.DevelopmentStage)
+	dst = appendMany(dst, "fractionDescription", x.FractionDescription)
+	dst = appendOne(dst, "organism", x.Organism)
+	dst = appendMany(dst, "partDescription", x.PartDescription)
+	return dst, x.ID
+}
+
 // ResourceType returns "SubstanceSourceMaterial".
 func (x *SubstanceSourceMaterial) ResourceType() string { return "SubstanceSourceMaterial" }
 
@@ -295,6 +371,34 @@ func (x *SubstanceSourceMaterialFractionDescription) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "fraction", x.Fraction)
 	walkOne(w, "materialType", x.MaterialType)
+}
+
+func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "fraction":
+		return appendOne(dst, name, x.Fraction), fieldName
+	case "materialType":
+		return appendOne(dst, name, x.MaterialType), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialFractionDescription) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "fraction", x.Fraction)
+	dst = appendOne(dst, "materialType", x.MaterialType)
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialFractionDescription) elementParts() (*string, *[]Extension) {
@@ -431,6 +535,52 @@ func (x *SubstanceSourceMaterialOrganism) walk(w *walker) {
 	walkOne(w, "organismGeneral", x.OrganismGeneral)
 }
 
+func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "family":
+		return appendOne(dst, name, x.Family), fieldName
+	case "genus":
+		return appendOne(dst, name, x.Genus), fieldName
+	case "species":
+		return appendOne(dst, name, x.Species), fieldName
+	case "intraspecificType":
+		return appendOne(dst, name, x.IntraspecificType), fieldName
+	case "intraspecificDescription":
+		return appendOne(dst, name, x.IntraspecificDescription), fieldName
+	case "author":
+		return appendMany(dst, name, x.Author), fieldName
+	case "hybrid":
+		return appendOne(dst, name, x.Hybrid), fieldName
+	case "organismGeneral":
+		return appendOne(dst, name, x.OrganismGeneral), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialOrganism) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "family", x.Family)
+	dst = appendOne(dst, "genus", x.Genus)
+	dst = appendOne(dst, "species", x.Species)
+	dst = appendOne(dst, "intraspecificType", x.IntraspecificType)
+	dst = appendOne(dst, "intraspecificDescription", x.IntraspecificDescription)
+	dst = appendMany(dst, "author", x.Author)
+	dst = appendOne(dst, "hybrid", x.Hybrid)
+	dst = appendOne(dst, "organismGeneral", x.OrganismGeneral)
+	return dst, x.ID
+}
+
 func (x *SubstanceSourceMaterialOrganism) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -533,6 +683,34 @@ func (x *SubstanceSourceMaterialOrganismAuthor) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "authorType", x.AuthorType)
 	walkOne(w, "authorDescription", x.AuthorDescription)
+}
+
+func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "authorType":
+		return appendOne(dst, name, x.AuthorType), fieldName
+	case "authorDescription":
+		return appendOne(dst, name, x.AuthorDescription), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialOrganismAuthor) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "authorType", x.AuthorType)
+	dst = appendOne(dst, "authorDescription", x.AuthorDescription)
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialOrganismAuthor) elementParts() (*string, *[]Extension) {
@@ -657,6 +835,43 @@ func (x *SubstanceSourceMaterialOrganismHybrid) walk(w *walker) {
 	walkOne(w, "hybridType", x.HybridType)
 }
 
+func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "maternalOrganismId":
+		return appendOne(dst, name, x.MaternalOrganismID), fieldName
+	case "maternalOrganismName":
+		return appendOne(dst, name, x.MaternalOrganismName), fieldName
+	case "paternalOrganismId":
+		return appendOne(dst, name, x.PaternalOrganismID), fieldName
+	case "paternalOrganismName":
+		return appendOne(dst, name, x.PaternalOrganismName), fieldName
+	case "hybridType":
+		return appendOne(dst, name, x.HybridType), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialOrganismHybrid) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "maternalOrganismId", x.MaternalOrganismID)
+	dst = appendOne(dst, "maternalOrganismName", x.MaternalOrganismName)
+	dst = appendOne(dst, "paternalOrganismId", x.PaternalOrganismID)
+	dst = appendOne(dst, "paternalOrganismName", x.PaternalOrganismName)
+	dst = appendOne(dst, "hybridType", x.HybridType)
+	return dst, x.ID
+}
+
 func (x *SubstanceSourceMaterialOrganismHybrid) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -771,6 +986,40 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walk(w *walker) {
 	walkOne(w, "order", x.Order)
 }
 
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "kingdom":
+		return appendOne(dst, name, x.Kingdom), fieldName
+	case "phylum":
+		return appendOne(dst, name, x.Phylum), fieldName
+	case "class":
+		return appendOne(dst, name, x.Class), fieldName
+	case "order":
+		return appendOne(dst, name, x.Order), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "kingdom", x.Kingdom)
+	dst = appendOne(dst, "phylum", x.Phylum)
+	dst = appendOne(dst, "class", x.Class)
+	dst = appendOne(dst, "order", x.Order)
+	return dst, x.ID
+}
+
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -866,6 +1115,34 @@ func (x *SubstanceSourceMaterialPartDescription) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "part", x.Part)
 	walkOne(w, "partLocation", x.PartLocation)
+}
+
+func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "part":
+		return appendOne(dst, name, x.Part), fieldName
+	case "partLocation":
+		return appendOne(dst, name, x.PartLocation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSourceMaterialPartDescription) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "part", x.Part)
+	dst = appendOne(dst, "partLocation", x.PartLocation)
+	return dst, x.ID
 }
 
 func (x *SubstanceSourceMaterialPartDescription) elementParts() (*string, *[]Extension) {

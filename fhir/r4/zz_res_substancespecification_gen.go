@@ -210,6 +210,100 @@ func (x *SubstanceSpecification) walk(w *walker) {
 	walkOne(w, "sourceMaterial", x.SourceMaterial)
 }
 
+func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "domain":
+		return appendOne(dst, name, x.Domain), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "moiety":
+		return appendMany(dst, name, x.Moiety), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	case "referenceInformation":
+		return appendOne(dst, name, x.ReferenceInformation), fieldName
+	case "structure":
+		return appendOne(dst, name, x.Structure), fieldName
+	case "code":
+		return appendMany(dst, name, x.Code), fieldName
+	case "name":
+		return appendMany(dst, name, x.Name), fieldName
+	case "molecularWeight":
+		return appendMany(dst, name, x.MolecularWeight), fieldName
+	case "relationship":
+		return appendMany(dst, name, x.Relationship), fieldName
+	case "nucleicAcid":
+		return appendOne(dst, name, x.NucleicAcid), fieldName
+	case "polymer":
+		return appendOne(dst, name, x.Polymer), fieldName
+	case "protein":
+		return appendOne(dst, name, x.Protein), fieldName
+	case "sourceMaterial":
+		return appendOne(dst, name, x.SourceMaterial), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecification) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "domain", x.Domain)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "source", x.Source)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "moiety", x.Moiety)
+	dst = appendMany(dst, "property", x.Property)
+	dst = appendOne(dst, "referenceInformation", x.ReferenceInformation)
+	dst = appendOne(dst, "structure", x.Structure)
+	dst = appendMany(dst, "code", x.Code)
+	dst = appendMany(dst, "name", x.Name)
+	dst = appendMany(dst, "molecularWeight", x.MolecularWeight)
+	dst = appendMany(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "nucleicAcid", x.NucleicAcid)
+	dst = appendOne(dst, "polymer", x.Polymer)
+	dst = appendOne(dst, "protein", x.Protein)
+	dst = appendOne(dst, "sourceMaterial", x.SourceMaterial)
+	return dst, x.ID
+}
+
 // ResourceType returns "SubstanceSpecification".
 func (x *SubstanceSpecification) ResourceType() string { return "SubstanceSpecification" }
 
@@ -376,6 +470,59 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 }
 
+func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "role":
+		return appendOne(dst, name, x.Role), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "stereochemistry":
+		return appendOne(dst, name, x.Stereochemistry), fieldName
+	case "opticalActivity":
+		return appendOne(dst, name, x.OpticalActivity), fieldName
+	case "molecularFormula":
+		return appendOne(dst, name, x.MolecularFormula), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationMoiety) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "role", x.Role)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "stereochemistry", x.Stereochemistry)
+	dst = appendOne(dst, "opticalActivity", x.OpticalActivity)
+	dst = appendOne(dst, "molecularFormula", x.MolecularFormula)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	return dst, x.ID
+}
+
 func (x *SubstanceSpecificationMoiety) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -512,6 +659,63 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 	walkOne(w, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
 	walkOne(w, "amountQuantity", x.AmountQuantity)
 	walkOne(w, "amountString", x.AmountString)
+}
+
+func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "parameters":
+		return appendOne(dst, name, x.Parameters), fieldName
+	case "definingSubstanceReference":
+		return appendOne(dst, name, x.DefiningSubstanceReference), fieldName
+	case "definingSubstanceCodeableConcept":
+		return appendOne(dst, name, x.DefiningSubstanceCodeableConcept), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "definingSubstance":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "definingSubstanceReference", x.DefiningSubstanceReference)
+		dst = appendOne(dst, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
+		return dst, choiceName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationProperty) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "parameters", x.Parameters)
+	dst = appendOne(dst, "definingSubstanceReference", x.DefiningSubstanceReference)
+	dst = appendOne(dst, "definingSubstanceCodeableConcept", x.DefiningSubstanceCodeableConcept)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationProperty) elementParts() (*string, *[]Extension) {
@@ -656,6 +860,52 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 	walkMany(w, "representation", x.Representation)
 }
 
+func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "stereochemistry":
+		return appendOne(dst, name, x.Stereochemistry), fieldName
+	case "opticalActivity":
+		return appendOne(dst, name, x.OpticalActivity), fieldName
+	case "molecularFormula":
+		return appendOne(dst, name, x.MolecularFormula), fieldName
+	case "molecularFormulaByMoiety":
+		return appendOne(dst, name, x.MolecularFormulaByMoiety), fieldName
+	case "isotope":
+		return appendMany(dst, name, x.Isotope), fieldName
+	case "molecularWeight":
+		return appendOne(dst, name, x.MolecularWeight), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "representation":
+		return appendMany(dst, name, x.Representation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationStructure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "stereochemistry", x.Stereochemistry)
+	dst = appendOne(dst, "opticalActivity", x.OpticalActivity)
+	dst = appendOne(dst, "molecularFormula", x.MolecularFormula)
+	dst = appendOne(dst, "molecularFormulaByMoiety", x.MolecularFormulaByMoiety)
+	dst = appendMany(dst, "isotope", x.Isotope)
+	dst = appendOne(dst, "molecularWeight", x.MolecularWeight)
+	dst = appendMany(dst, "source", x.Source)
+	dst = appendMany(dst, "representation", x.Representation)
+	return dst, x.ID
+}
+
 func (x *SubstanceSpecificationStructure) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -777,6 +1027,43 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 	walkOne(w, "molecularWeight", x.MolecularWeight)
 }
 
+func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "substitution":
+		return appendOne(dst, name, x.Substitution), fieldName
+	case "halfLife":
+		return appendOne(dst, name, x.HalfLife), fieldName
+	case "molecularWeight":
+		return appendOne(dst, name, x.MolecularWeight), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationStructureIsotope) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "substitution", x.Substitution)
+	dst = appendOne(dst, "halfLife", x.HalfLife)
+	dst = appendOne(dst, "molecularWeight", x.MolecularWeight)
+	return dst, x.ID
+}
+
 func (x *SubstanceSpecificationStructureIsotope) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -881,6 +1168,37 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "amount", x.Amount)
+	return dst, x.ID
+}
+
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -983,6 +1301,37 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
+}
+
+func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "representation":
+		return appendOne(dst, name, x.Representation), fieldName
+	case "attachment":
+		return appendOne(dst, name, x.Attachment), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationStructureRepresentation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "representation", x.Representation)
+	dst = appendOne(dst, "attachment", x.Attachment)
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) elementParts() (*string, *[]Extension) {
@@ -1102,6 +1451,43 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 	walkOne(w, "statusDate", x.StatusDate)
 	walkOne(w, "comment", x.Comment)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusDate":
+		return appendOne(dst, name, x.StatusDate), fieldName
+	case "comment":
+		return appendOne(dst, name, x.Comment), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationCode) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "comment", x.Comment)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationCode) elementParts() (*string, *[]Extension) {
@@ -1262,6 +1648,61 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "preferred":
+		return appendOne(dst, name, x.Preferred), fieldName
+	case "language":
+		return appendMany(dst, name, x.Language), fieldName
+	case "domain":
+		return appendMany(dst, name, x.Domain), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "synonym":
+		return appendMany(dst, name, x.Synonym), fieldName
+	case "translation":
+		return appendMany(dst, name, x.Translation), fieldName
+	case "official":
+		return appendMany(dst, name, x.Official), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationName) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "preferred", x.Preferred)
+	dst = appendMany(dst, "language", x.Language)
+	dst = appendMany(dst, "domain", x.Domain)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendMany(dst, "synonym", x.Synonym)
+	dst = appendMany(dst, "translation", x.Translation)
+	dst = appendMany(dst, "official", x.Official)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
+}
+
 func (x *SubstanceSpecificationName) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1374,6 +1815,37 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 	walkOne(w, "authority", x.Authority)
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
+}
+
+func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "authority":
+		return appendOne(dst, name, x.Authority), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationNameOfficial) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "authority", x.Authority)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "date", x.Date)
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationNameOfficial) elementParts() (*string, *[]Extension) {
@@ -1529,6 +2001,77 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 	walkOne(w, "amountRatioLowLimit", x.AmountRatioLowLimit)
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
+}
+
+func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "substanceReference":
+		return appendOne(dst, name, x.SubstanceReference), fieldName
+	case "substanceCodeableConcept":
+		return appendOne(dst, name, x.SubstanceCodeableConcept), fieldName
+	case "relationship":
+		return appendOne(dst, name, x.Relationship), fieldName
+	case "isDefining":
+		return appendOne(dst, name, x.IsDefining), fieldName
+	case "amountQuantity":
+		return appendOne(dst, name, x.AmountQuantity), fieldName
+	case "amountRange":
+		return appendOne(dst, name, x.AmountRange), fieldName
+	case "amountRatio":
+		return appendOne(dst, name, x.AmountRatio), fieldName
+	case "amountString":
+		return appendOne(dst, name, x.AmountString), fieldName
+	case "amountRatioLowLimit":
+		return appendOne(dst, name, x.AmountRatioLowLimit), fieldName
+	case "amountType":
+		return appendOne(dst, name, x.AmountType), fieldName
+	case "source":
+		return appendMany(dst, name, x.Source), fieldName
+	case "substance":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+		dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+		return dst, choiceName
+	case "amount":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+		dst = appendOne(dst, "amountRange", x.AmountRange)
+		dst = appendOne(dst, "amountRatio", x.AmountRatio)
+		dst = appendOne(dst, "amountString", x.AmountString)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SubstanceSpecificationRelationship) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "substanceReference", x.SubstanceReference)
+	dst = appendOne(dst, "substanceCodeableConcept", x.SubstanceCodeableConcept)
+	dst = appendOne(dst, "relationship", x.Relationship)
+	dst = appendOne(dst, "isDefining", x.IsDefining)
+	dst = appendOne(dst, "amountQuantity", x.AmountQuantity)
+	dst = appendOne(dst, "amountRange", x.AmountRange)
+	dst = appendOne(dst, "amountRatio", x.AmountRatio)
+	dst = appendOne(dst, "amountString", x.AmountString)
+	dst = appendOne(dst, "amountRatioLowLimit", x.AmountRatioLowLimit)
+	dst = appendOne(dst, "amountType", x.AmountType)
+	dst = appendMany(dst, "source", x.Source)
+	return dst, x.ID
 }
 
 func (x *SubstanceSpecificationRelationship) elementParts() (*string, *[]Extension) {

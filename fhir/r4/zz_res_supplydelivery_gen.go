@@ -174,6 +174,90 @@ func (x *SupplyDelivery) walk(w *walker) {
 	walkMany(w, "receiver", x.Receiver)
 }
 
+func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "suppliedItem":
+		return appendOne(dst, name, x.SuppliedItem), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "supplier":
+		return appendOne(dst, name, x.Supplier), fieldName
+	case "destination":
+		return appendOne(dst, name, x.Destination), fieldName
+	case "receiver":
+		return appendMany(dst, name, x.Receiver), fieldName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SupplyDelivery) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "suppliedItem", x.SuppliedItem)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "supplier", x.Supplier)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendMany(dst, "receiver", x.Receiver)
+	return dst, x.ID
+}
+
 // ResourceType returns "SupplyDelivery".
 func (x *SupplyDelivery) ResourceType() string { return "SupplyDelivery" }
 
@@ -296,6 +380,44 @@ func (x *SupplyDeliverySuppliedItem) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 	walkOne(w, "itemReference", x.ItemReference)
+}
+
+func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "item":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+		dst = appendOne(dst, "itemReference", x.ItemReference)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SupplyDeliverySuppliedItem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	return dst, x.ID
 }
 
 func (x *SupplyDeliverySuppliedItem) elementParts() (*string, *[]Extension) {

@@ -208,6 +208,112 @@ func (x *SupplyRequest) walk(w *walker) {
 	walkOne(w, "deliverTo", x.DeliverTo)
 }
 
+func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "category":
+		return appendOne(dst, name, x.Category), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "itemCodeableConcept":
+		return appendOne(dst, name, x.ItemCodeableConcept), fieldName
+	case "itemReference":
+		return appendOne(dst, name, x.ItemReference), fieldName
+	case "quantity":
+		return appendOne(dst, name, x.Quantity), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "occurrenceDateTime":
+		return appendOne(dst, name, x.OccurrenceDateTime), fieldName
+	case "occurrencePeriod":
+		return appendOne(dst, name, x.OccurrencePeriod), fieldName
+	case "occurrenceTiming":
+		return appendOne(dst, name, x.OccurrenceTiming), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "supplier":
+		return appendMany(dst, name, x.Supplier), fieldName
+	case "reasonCode":
+		return appendMany(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendMany(dst, name, x.ReasonReference), fieldName
+	case "deliverFrom":
+		return appendOne(dst, name, x.DeliverFrom), fieldName
+	case "deliverTo":
+		return appendOne(dst, name, x.DeliverTo), fieldName
+	case "item":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+		dst = appendOne(dst, "itemReference", x.ItemReference)
+		return dst, choiceName
+	case "occurrence":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+		dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+		dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SupplyRequest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "category", x.Category)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "itemCodeableConcept", x.ItemCodeableConcept)
+	dst = appendOne(dst, "itemReference", x.ItemReference)
+	dst = appendOne(dst, "quantity", x.Quantity)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendOne(dst, "occurrenceDateTime", x.OccurrenceDateTime)
+	dst = appendOne(dst, "occurrencePeriod", x.OccurrencePeriod)
+	dst = appendOne(dst, "occurrenceTiming", x.OccurrenceTiming)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendMany(dst, "supplier", x.Supplier)
+	dst = appendMany(dst, "reasonCode", x.ReasonCode)
+	dst = appendMany(dst, "reasonReference", x.ReasonReference)
+	dst = appendOne(dst, "deliverFrom", x.DeliverFrom)
+	dst = appendOne(dst, "deliverTo", x.DeliverTo)
+	return dst, x.ID
+}
+
 // ResourceType returns "SupplyRequest".
 func (x *SupplyRequest) ResourceType() string { return "SupplyRequest" }
 
@@ -351,6 +457,52 @@ func (x *SupplyRequestParameter) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueBoolean", x.ValueBoolean)
+}
+
+func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *SupplyRequestParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	return dst, x.ID
 }
 
 func (x *SupplyRequestParameter) elementParts() (*string, *[]Extension) {

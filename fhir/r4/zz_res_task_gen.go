@@ -294,6 +294,136 @@ func (x *Task) walk(w *walker) {
 	walkMany(w, "output", x.Output)
 }
 
+func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "instantiatesCanonical":
+		return appendOne(dst, name, x.InstantiatesCanonical), fieldName
+	case "instantiatesUri":
+		return appendOne(dst, name, x.InstantiatesURI), fieldName
+	case "basedOn":
+		return appendMany(dst, name, x.BasedOn), fieldName
+	case "groupIdentifier":
+		return appendOne(dst, name, x.GroupIdentifier), fieldName
+	case "partOf":
+		return appendMany(dst, name, x.PartOf), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusReason":
+		return appendOne(dst, name, x.StatusReason), fieldName
+	case "businessStatus":
+		return appendOne(dst, name, x.BusinessStatus), fieldName
+	case "intent":
+		return appendOne(dst, name, x.Intent), fieldName
+	case "priority":
+		return appendOne(dst, name, x.Priority), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "focus":
+		return appendOne(dst, name, x.Focus), fieldName
+	case "for":
+		return appendOne(dst, name, x.For), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "executionPeriod":
+		return appendOne(dst, name, x.ExecutionPeriod), fieldName
+	case "authoredOn":
+		return appendOne(dst, name, x.AuthoredOn), fieldName
+	case "lastModified":
+		return appendOne(dst, name, x.LastModified), fieldName
+	case "requester":
+		return appendOne(dst, name, x.Requester), fieldName
+	case "performerType":
+		return appendMany(dst, name, x.PerformerType), fieldName
+	case "owner":
+		return appendOne(dst, name, x.Owner), fieldName
+	case "location":
+		return appendOne(dst, name, x.Location), fieldName
+	case "reasonCode":
+		return appendOne(dst, name, x.ReasonCode), fieldName
+	case "reasonReference":
+		return appendOne(dst, name, x.ReasonReference), fieldName
+	case "insurance":
+		return appendMany(dst, name, x.Insurance), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	case "relevantHistory":
+		return appendMany(dst, name, x.RelevantHistory), fieldName
+	case "restriction":
+		return appendOne(dst, name, x.Restriction), fieldName
+	case "input":
+		return appendMany(dst, name, x.Input), fieldName
+	case "output":
+		return appendMany(dst, name, x.Output), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *Task) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "instantiatesCanonical", x.InstantiatesCanonical)
+	dst = appendOne(dst, "instantiatesUri", x.InstantiatesURI)
+	dst = appendMany(dst, "basedOn", x.BasedOn)
+	dst = appendOne(dst, "groupIdentifier", x.GroupIdentifier)
+	dst = appendMany(dst, "partOf", x.PartOf)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusReason", x.StatusReason)
+	dst = appendOne(dst, "businessStatus", x.BusinessStatus)
+	dst = appendOne(dst, "intent", x.Intent)
+	dst = appendOne(dst, "priority", x.Priority)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "focus", x.Focus)
+	dst = appendOne(dst, "for", x.For)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "executionPeriod", x.ExecutionPeriod)
+	dst = appendOne(dst, "authoredOn", x.AuthoredOn)
+	dst = appendOne(dst, "lastModified", x.LastModified)
+	dst = appendOne(dst, "requester", x.Requester)
+	dst = appendMany(dst, "performerType", x.PerformerType)
+	dst = appendOne(dst, "owner", x.Owner)
+	dst = appendOne(dst, "location", x.Location)
+	dst = appendOne(dst, "reasonCode", x.ReasonCode)
+	dst = appendOne(dst, "reasonReference", x.ReasonReference)
+	dst = appendMany(dst, "insurance", x.Insurance)
+	dst = appendMany(dst, "note", x.Note)
+	dst = appendMany(dst, "relevantHistory", x.RelevantHistory)
+	dst = appendOne(dst, "restriction", x.Restriction)
+	dst = appendMany(dst, "input", x.Input)
+	dst = appendMany(dst, "output", x.Output)
+	return dst, x.ID
+}
+
 // ResourceType returns "Task".
 func (x *Task) ResourceType() string { return "Task" }
 
@@ -442,6 +572,37 @@ func (x *TaskRestriction) walk(w *walker) {
 	walkOne(w, "repetitions", x.Repetitions)
 	walkOne(w, "period", x.Period)
 	walkMany(w, "recipient", x.Recipient)
+}
+
+func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "repetitions":
+		return appendOne(dst, name, x.Repetitions), fieldName
+	case "period":
+		return appendOne(dst, name, x.Period), fieldName
+	case "recipient":
+		return appendMany(dst, name, x.Recipient), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TaskRestriction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "repetitions", x.Repetitions)
+	dst = appendOne(dst, "period", x.Period)
+	dst = appendMany(dst, "recipient", x.Recipient)
+	return dst, x.ID
 }
 
 func (x *TaskRestriction) elementParts() (*string, *[]Extension) {
@@ -871,6 +1032,236 @@ func (x *TaskInput) walk(w *walker) {
 	walkOne(w, "valueUsageContext", x.ValueUsageContext)
 	walkOne(w, "valueDosage", x.ValueDosage)
 	walkOne(w, "valueMeta", x.ValueMeta)
+}
+
+func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueCanonical":
+		return appendOne(dst, name, x.ValueCanonical), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueId":
+		return appendOne(dst, name, x.ValueID), fieldName
+	case "valueInstant":
+		return appendOne(dst, name, x.ValueInstant), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueMarkdown":
+		return appendOne(dst, name, x.ValueMarkdown), fieldName
+	case "valueOid":
+		return appendOne(dst, name, x.ValueOID), fieldName
+	case "valuePositiveInt":
+		return appendOne(dst, name, x.ValuePositiveInt), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueUnsignedInt":
+		return appendOne(dst, name, x.ValueUnsignedInt), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueUrl":
+		return appendOne(dst, name, x.ValueURL), fieldName
+	case "valueUuid":
+		return appendOne(dst, name, x.ValueUUID), fieldName
+	case "valueAddress":
+		return appendOne(dst, name, x.ValueAddress), fieldName
+	case "valueAge":
+		return appendOne(dst, name, x.ValueAge), fieldName
+	case "valueAnnotation":
+		return appendOne(dst, name, x.ValueAnnotation), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueContactPoint":
+		return appendOne(dst, name, x.ValueContactPoint), fieldName
+	case "valueCount":
+		return appendOne(dst, name, x.ValueCount), fieldName
+	case "valueDistance":
+		return appendOne(dst, name, x.ValueDistance), fieldName
+	case "valueDuration":
+		return appendOne(dst, name, x.ValueDuration), fieldName
+	case "valueHumanName":
+		return appendOne(dst, name, x.ValueHumanName), fieldName
+	case "valueIdentifier":
+		return appendOne(dst, name, x.ValueIdentifier), fieldName
+	case "valueMoney":
+		return appendOne(dst, name, x.ValueMoney), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueSignature":
+		return appendOne(dst, name, x.ValueSignature), fieldName
+	case "valueTiming":
+		return appendOne(dst, name, x.ValueTiming), fieldName
+	case "valueContactDetail":
+		return appendOne(dst, name, x.ValueContactDetail), fieldName
+	case "valueContributor":
+		return appendOne(dst, name, x.ValueContributor), fieldName
+	case "valueDataRequirement":
+		return appendOne(dst, name, x.ValueDataRequirement), fieldName
+	case "valueExpression":
+		return appendOne(dst, name, x.ValueExpression), fieldName
+	case "valueParameterDefinition":
+		return appendOne(dst, name, x.ValueParameterDefinition), fieldName
+	case "valueRelatedArtifact":
+		return appendOne(dst, name, x.ValueRelatedArtifact), fieldName
+	case "valueTriggerDefinition":
+		return appendOne(dst, name, x.ValueTriggerDefinition), fieldName
+	case "valueUsageContext":
+		return appendOne(dst, name, x.ValueUsageContext), fieldName
+	case "valueDosage":
+		return appendOne(dst, name, x.ValueDosage), fieldName
+	case "valueMeta":
+		return appendOne(dst, name, x.ValueMeta), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueId", x.ValueID)
+		dst = appendOne(dst, "valueInstant", x.ValueInstant)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+		dst = appendOne(dst, "valueOid", x.ValueOID)
+		dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueUrl", x.ValueURL)
+		dst = appendOne(dst, "valueUuid", x.ValueUUID)
+		dst = appendOne(dst, "valueAddress", x.ValueAddress)
+		dst = appendOne(dst, "valueAge", x.ValueAge)
+		dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+		dst = appendOne(dst, "valueCount", x.ValueCount)
+		dst = appendOne(dst, "valueDistance", x.ValueDistance)
+		dst = appendOne(dst, "valueDuration", x.ValueDuration)
+		dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+		dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+		dst = appendOne(dst, "valueMoney", x.ValueMoney)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueSignature", x.ValueSignature)
+		dst = appendOne(dst, "valueTiming", x.ValueTiming)
+		dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+		dst = appendOne(dst, "valueContributor", x.ValueContributor)
+		dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+		dst = appendOne(dst, "valueExpression", x.ValueExpression)
+		dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+		dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+		dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+		dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+		dst = appendOne(dst, "valueDosage", x.ValueDosage)
+		dst = appendOne(dst, "valueMeta", x.ValueMeta)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *TaskInput) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst, x.ID
 }
 
 func (x *TaskInput) elementParts() (*string, *[]Extension) {
@@ -1366,6 +1757,236 @@ func (x *TaskOutput) walk(w *walker) {
 	walkOne(w, "valueUsageContext", x.ValueUsageContext)
 	walkOne(w, "valueDosage", x.ValueDosage)
 	walkOne(w, "valueMeta", x.ValueMeta)
+}
+
+func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "valueBase64Binary":
+		return appendOne(dst, name, x.ValueBase64Binary), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueCanonical":
+		return appendOne(dst, name, x.ValueCanonical), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDate":
+		return appendOne(dst, name, x.ValueDate), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueId":
+		return appendOne(dst, name, x.ValueID), fieldName
+	case "valueInstant":
+		return appendOne(dst, name, x.ValueInstant), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueMarkdown":
+		return appendOne(dst, name, x.ValueMarkdown), fieldName
+	case "valueOid":
+		return appendOne(dst, name, x.ValueOID), fieldName
+	case "valuePositiveInt":
+		return appendOne(dst, name, x.ValuePositiveInt), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueTime":
+		return appendOne(dst, name, x.ValueTime), fieldName
+	case "valueUnsignedInt":
+		return appendOne(dst, name, x.ValueUnsignedInt), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueUrl":
+		return appendOne(dst, name, x.ValueURL), fieldName
+	case "valueUuid":
+		return appendOne(dst, name, x.ValueUUID), fieldName
+	case "valueAddress":
+		return appendOne(dst, name, x.ValueAddress), fieldName
+	case "valueAge":
+		return appendOne(dst, name, x.ValueAge), fieldName
+	case "valueAnnotation":
+		return appendOne(dst, name, x.ValueAnnotation), fieldName
+	case "valueAttachment":
+		return appendOne(dst, name, x.ValueAttachment), fieldName
+	case "valueCodeableConcept":
+		return appendOne(dst, name, x.ValueCodeableConcept), fieldName
+	case "valueCoding":
+		return appendOne(dst, name, x.ValueCoding), fieldName
+	case "valueContactPoint":
+		return appendOne(dst, name, x.ValueContactPoint), fieldName
+	case "valueCount":
+		return appendOne(dst, name, x.ValueCount), fieldName
+	case "valueDistance":
+		return appendOne(dst, name, x.ValueDistance), fieldName
+	case "valueDuration":
+		return appendOne(dst, name, x.ValueDuration), fieldName
+	case "valueHumanName":
+		return appendOne(dst, name, x.ValueHumanName), fieldName
+	case "valueIdentifier":
+		return appendOne(dst, name, x.ValueIdentifier), fieldName
+	case "valueMoney":
+		return appendOne(dst, name, x.ValueMoney), fieldName
+	case "valuePeriod":
+		return appendOne(dst, name, x.ValuePeriod), fieldName
+	case "valueQuantity":
+		return appendOne(dst, name, x.ValueQuantity), fieldName
+	case "valueRange":
+		return appendOne(dst, name, x.ValueRange), fieldName
+	case "valueRatio":
+		return appendOne(dst, name, x.ValueRatio), fieldName
+	case "valueReference":
+		return appendOne(dst, name, x.ValueReference), fieldName
+	case "valueSampledData":
+		return appendOne(dst, name, x.ValueSampledData), fieldName
+	case "valueSignature":
+		return appendOne(dst, name, x.ValueSignature), fieldName
+	case "valueTiming":
+		return appendOne(dst, name, x.ValueTiming), fieldName
+	case "valueContactDetail":
+		return appendOne(dst, name, x.ValueContactDetail), fieldName
+	case "valueContributor":
+		return appendOne(dst, name, x.ValueContributor), fieldName
+	case "valueDataRequirement":
+		return appendOne(dst, name, x.ValueDataRequirement), fieldName
+	case "valueExpression":
+		return appendOne(dst, name, x.ValueExpression), fieldName
+	case "valueParameterDefinition":
+		return appendOne(dst, name, x.ValueParameterDefinition), fieldName
+	case "valueRelatedArtifact":
+		return appendOne(dst, name, x.ValueRelatedArtifact), fieldName
+	case "valueTriggerDefinition":
+		return appendOne(dst, name, x.ValueTriggerDefinition), fieldName
+	case "valueUsageContext":
+		return appendOne(dst, name, x.ValueUsageContext), fieldName
+	case "valueDosage":
+		return appendOne(dst, name, x.ValueDosage), fieldName
+	case "valueMeta":
+		return appendOne(dst, name, x.ValueMeta), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDate", x.ValueDate)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueId", x.ValueID)
+		dst = appendOne(dst, "valueInstant", x.ValueInstant)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+		dst = appendOne(dst, "valueOid", x.ValueOID)
+		dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueTime", x.ValueTime)
+		dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueUrl", x.ValueURL)
+		dst = appendOne(dst, "valueUuid", x.ValueUUID)
+		dst = appendOne(dst, "valueAddress", x.ValueAddress)
+		dst = appendOne(dst, "valueAge", x.ValueAge)
+		dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+		dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+		dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+		dst = appendOne(dst, "valueCoding", x.ValueCoding)
+		dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+		dst = appendOne(dst, "valueCount", x.ValueCount)
+		dst = appendOne(dst, "valueDistance", x.ValueDistance)
+		dst = appendOne(dst, "valueDuration", x.ValueDuration)
+		dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+		dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+		dst = appendOne(dst, "valueMoney", x.ValueMoney)
+		dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+		dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+		dst = appendOne(dst, "valueRange", x.ValueRange)
+		dst = appendOne(dst, "valueRatio", x.ValueRatio)
+		dst = appendOne(dst, "valueReference", x.ValueReference)
+		dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+		dst = appendOne(dst, "valueSignature", x.ValueSignature)
+		dst = appendOne(dst, "valueTiming", x.ValueTiming)
+		dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+		dst = appendOne(dst, "valueContributor", x.ValueContributor)
+		dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+		dst = appendOne(dst, "valueExpression", x.ValueExpression)
+		dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+		dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+		dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+		dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+		dst = appendOne(dst, "valueDosage", x.ValueDosage)
+		dst = appendOne(dst, "valueMeta", x.ValueMeta)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *TaskOutput) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "valueBase64Binary", x.ValueBase64Binary)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueCanonical", x.ValueCanonical)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDate", x.ValueDate)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueId", x.ValueID)
+	dst = appendOne(dst, "valueInstant", x.ValueInstant)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueMarkdown", x.ValueMarkdown)
+	dst = appendOne(dst, "valueOid", x.ValueOID)
+	dst = appendOne(dst, "valuePositiveInt", x.ValuePositiveInt)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueTime", x.ValueTime)
+	dst = appendOne(dst, "valueUnsignedInt", x.ValueUnsignedInt)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueUrl", x.ValueURL)
+	dst = appendOne(dst, "valueUuid", x.ValueUUID)
+	dst = appendOne(dst, "valueAddress", x.ValueAddress)
+	dst = appendOne(dst, "valueAge", x.ValueAge)
+	dst = appendOne(dst, "valueAnnotation", x.ValueAnnotation)
+	dst = appendOne(dst, "valueAttachment", x.ValueAttachment)
+	dst = appendOne(dst, "valueCodeableConcept", x.ValueCodeableConcept)
+	dst = appendOne(dst, "valueCoding", x.ValueCoding)
+	dst = appendOne(dst, "valueContactPoint", x.ValueContactPoint)
+	dst = appendOne(dst, "valueCount", x.ValueCount)
+	dst = appendOne(dst, "valueDistance", x.ValueDistance)
+	dst = appendOne(dst, "valueDuration", x.ValueDuration)
+	dst = appendOne(dst, "valueHumanName", x.ValueHumanName)
+	dst = appendOne(dst, "valueIdentifier", x.ValueIdentifier)
+	dst = appendOne(dst, "valueMoney", x.ValueMoney)
+	dst = appendOne(dst, "valuePeriod", x.ValuePeriod)
+	dst = appendOne(dst, "valueQuantity", x.ValueQuantity)
+	dst = appendOne(dst, "valueRange", x.ValueRange)
+	dst = appendOne(dst, "valueRatio", x.ValueRatio)
+	dst = appendOne(dst, "valueReference", x.ValueReference)
+	dst = appendOne(dst, "valueSampledData", x.ValueSampledData)
+	dst = appendOne(dst, "valueSignature", x.ValueSignature)
+	dst = appendOne(dst, "valueTiming", x.ValueTiming)
+	dst = appendOne(dst, "valueContactDetail", x.ValueContactDetail)
+	dst = appendOne(dst, "valueContributor", x.ValueContributor)
+	dst = appendOne(dst, "valueDataRequirement", x.ValueDataRequirement)
+	dst = appendOne(dst, "valueExpression", x.ValueExpression)
+	dst = appendOne(dst, "valueParameterDefinition", x.ValueParameterDefinition)
+	dst = appendOne(dst, "valueRelatedArtifact", x.ValueRelatedArtifact)
+	dst = appendOne(dst, "valueTriggerDefinition", x.ValueTriggerDefinition)
+	dst = appendOne(dst, "valueUsageContext", x.ValueUsageContext)
+	dst = appendOne(dst, "valueDosage", x.ValueDosage)
+	dst = appendOne(dst, "valueMeta", x.ValueMeta)
+	return dst, x.ID
 }
 
 func (x *TaskOutput) elementParts() (*string, *[]Extension) {

@@ -264,6 +264,115 @@ func (x *TerminologyCapabilities) walk(w *walker) {
 	walkOne(w, "closure", x.Closure)
 }
 
+func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "kind":
+		return appendOne(dst, name, x.Kind), fieldName
+	case "software":
+		return appendOne(dst, name, x.Software), fieldName
+	case "implementation":
+		return appendOne(dst, name, x.Implementation), fieldName
+	case "lockedDate":
+		return appendOne(dst, name, x.LockedDate), fieldName
+	case "codeSystem":
+		return appendMany(dst, name, x.CodeSystem), fieldName
+	case "expansion":
+		return appendOne(dst, name, x.Expansion), fieldName
+	case "codeSearch":
+		return appendOne(dst, name, x.CodeSearch), fieldName
+	case "validateCode":
+		return appendOne(dst, name, x.ValidateCode), fieldName
+	case "translation":
+		return appendOne(dst, name, x.Translation), fieldName
+	case "closure":
+		return appendOne(dst, name, x.Closure), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilities) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "kind", x.Kind)
+	dst = appendOne(dst, "software", x.Software)
+	dst = appendOne(dst, "implementation", x.Implementation)
+	dst = appendOne(dst, "lockedDate", x.LockedDate)
+	dst = appendMany(dst, "codeSystem", x.CodeSystem)
+	dst = appendOne(dst, "expansion", x.Expansion)
+	dst = appendOne(dst, "codeSearch", x.CodeSearch)
+	dst = appendOne(dst, "validateCode", x.ValidateCode)
+	dst = appendOne(dst, "translation", x.Translation)
+	dst = appendOne(dst, "closure", x.Closure)
+	return dst, x.ID
+}
+
 // ResourceType returns "TerminologyCapabilities".
 func (x *TerminologyCapabilities) ResourceType() string { return "TerminologyCapabilities" }
 
@@ -409,6 +518,34 @@ func (x *TerminologyCapabilitiesSoftware) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesSoftware) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "version", x.Version)
+	return dst, x.ID
+}
+
 func (x *TerminologyCapabilitiesSoftware) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -508,6 +645,34 @@ func (x *TerminologyCapabilitiesImplementation) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "description", x.Description)
 	walkOne(w, "url", x.URL)
+}
+
+func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesImplementation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "url", x.URL)
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesImplementation) elementParts() (*string, *[]Extension) {
@@ -615,6 +780,37 @@ func (x *TerminologyCapabilitiesCodeSystem) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 	walkMany(w, "version", x.Version)
 	walkOne(w, "subsumption", x.Subsumption)
+}
+
+func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "version":
+		return appendMany(dst, name, x.Version), fieldName
+	case "subsumption":
+		return appendOne(dst, name, x.Subsumption), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesCodeSystem) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendMany(dst, "version", x.Version)
+	dst = appendOne(dst, "subsumption", x.Subsumption)
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesCodeSystem) elementParts() (*string, *[]Extension) {
@@ -749,6 +945,46 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) walk(w *walker) {
 	walkMany(w, "property", x.Property)
 }
 
+func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "isDefault":
+		return appendOne(dst, name, x.IsDefault), fieldName
+	case "compositional":
+		return appendOne(dst, name, x.Compositional), fieldName
+	case "language":
+		return appendMany(dst, name, x.Language), fieldName
+	case "filter":
+		return appendMany(dst, name, x.Filter), fieldName
+	case "property":
+		return appendMany(dst, name, x.Property), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesCodeSystemVersion) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "isDefault", x.IsDefault)
+	dst = appendOne(dst, "compositional", x.Compositional)
+	dst = appendMany(dst, "language", x.Language)
+	dst = appendMany(dst, "filter", x.Filter)
+	dst = appendMany(dst, "property", x.Property)
+	return dst, x.ID
+}
+
 func (x *TerminologyCapabilitiesCodeSystemVersion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -855,6 +1091,34 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 	walkMany(w, "op", x.Op)
+}
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "op":
+		return appendMany(dst, name, x.Op), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendMany(dst, "op", x.Op)
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) elementParts() (*string, *[]Extension) {
@@ -980,6 +1244,43 @@ func (x *TerminologyCapabilitiesExpansion) walk(w *walker) {
 	walkOne(w, "textFilter", x.TextFilter)
 }
 
+func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "hierarchical":
+		return appendOne(dst, name, x.Hierarchical), fieldName
+	case "paging":
+		return appendOne(dst, name, x.Paging), fieldName
+	case "incomplete":
+		return appendOne(dst, name, x.Incomplete), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "textFilter":
+		return appendOne(dst, name, x.TextFilter), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesExpansion) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "hierarchical", x.Hierarchical)
+	dst = appendOne(dst, "paging", x.Paging)
+	dst = appendOne(dst, "incomplete", x.Incomplete)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendOne(dst, "textFilter", x.TextFilter)
+	return dst, x.ID
+}
+
 func (x *TerminologyCapabilitiesExpansion) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1086,6 +1387,34 @@ func (x *TerminologyCapabilitiesExpansionParameter) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "documentation":
+		return appendOne(dst, name, x.Documentation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesExpansionParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "documentation", x.Documentation)
+	return dst, x.ID
+}
+
 func (x *TerminologyCapabilitiesExpansionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1179,6 +1508,31 @@ func (x *TerminologyCapabilitiesValidateCode) walk(w *walker) {
 	walkOne(w, "translations", x.Translations)
 }
 
+func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "translations":
+		return appendOne(dst, name, x.Translations), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesValidateCode) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "translations", x.Translations)
+	return dst, x.ID
+}
+
 func (x *TerminologyCapabilitiesValidateCode) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1270,6 +1624,31 @@ func (x *TerminologyCapabilitiesTranslation) walk(w *walker) {
 	walkOne(w, "needsMap", x.NeedsMap)
 }
 
+func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "needsMap":
+		return appendOne(dst, name, x.NeedsMap), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesTranslation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "needsMap", x.NeedsMap)
+	return dst, x.ID
+}
+
 func (x *TerminologyCapabilitiesTranslation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1359,6 +1738,31 @@ func (x *TerminologyCapabilitiesClosure) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "translation", x.Translation)
+}
+
+func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "translation":
+		return appendOne(dst, name, x.Translation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TerminologyCapabilitiesClosure) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "translation", x.Translation)
+	return dst, x.ID
 }
 
 func (x *TerminologyCapabilitiesClosure) elementParts() (*string, *[]Extension) {

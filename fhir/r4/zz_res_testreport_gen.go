@@ -176,6 +176,79 @@ func (x *TestReport) walk(w *walker) {
 	walkOne(w, "teardown", x.Teardown)
 }
 
+func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "testScript":
+		return appendOne(dst, name, x.TestScript), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "score":
+		return appendOne(dst, name, x.Score), fieldName
+	case "tester":
+		return appendOne(dst, name, x.Tester), fieldName
+	case "issued":
+		return appendOne(dst, name, x.Issued), fieldName
+	case "participant":
+		return appendMany(dst, name, x.Participant), fieldName
+	case "setup":
+		return appendOne(dst, name, x.Setup), fieldName
+	case "test":
+		return appendMany(dst, name, x.Test), fieldName
+	case "teardown":
+		return appendOne(dst, name, x.Teardown), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReport) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "testScript", x.TestScript)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendOne(dst, "score", x.Score)
+	dst = appendOne(dst, "tester", x.Tester)
+	dst = appendOne(dst, "issued", x.Issued)
+	dst = appendMany(dst, "participant", x.Participant)
+	dst = appendOne(dst, "setup", x.Setup)
+	dst = appendMany(dst, "test", x.Test)
+	dst = appendOne(dst, "teardown", x.Teardown)
+	return dst, x.ID
+}
+
 // ResourceType returns "TestReport".
 func (x *TestReport) ResourceType() string { return "TestReport" }
 
@@ -309,6 +382,37 @@ func (x *TestReportParticipant) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "uri":
+		return appendOne(dst, name, x.URI), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportParticipant) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "uri", x.URI)
+	dst = appendOne(dst, "display", x.Display)
+	return dst, x.ID
+}
+
 func (x *TestReportParticipant) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -400,6 +504,31 @@ func (x *TestReportSetup) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "action", x.Action)
+}
+
+func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportSetup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
 }
 
 func (x *TestReportSetup) elementParts() (*string, *[]Extension) {
@@ -494,6 +623,34 @@ func (x *TestReportSetupAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
+}
+
+func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "assert":
+		return appendOne(dst, name, x.Assert), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportSetupAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst, x.ID
 }
 
 func (x *TestReportSetupAction) elementParts() (*string, *[]Extension) {
@@ -601,6 +758,37 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 	walkOne(w, "result", x.Result)
 	walkOne(w, "message", x.Message)
 	walkOne(w, "detail", x.Detail)
+}
+
+func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "message":
+		return appendOne(dst, name, x.Message), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportSetupActionOperation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendOne(dst, "message", x.Message)
+	dst = appendOne(dst, "detail", x.Detail)
+	return dst, x.ID
 }
 
 func (x *TestReportSetupActionOperation) elementParts() (*string, *[]Extension) {
@@ -714,6 +902,37 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
+func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "result":
+		return appendOne(dst, name, x.Result), fieldName
+	case "message":
+		return appendOne(dst, name, x.Message), fieldName
+	case "detail":
+		return appendOne(dst, name, x.Detail), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportSetupActionAssert) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "result", x.Result)
+	dst = appendOne(dst, "message", x.Message)
+	dst = appendOne(dst, "detail", x.Detail)
+	return dst, x.ID
+}
+
 func (x *TestReportSetupActionAssert) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -823,6 +1042,37 @@ func (x *TestReportTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportTest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *TestReportTest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -921,6 +1171,34 @@ func (x *TestReportTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "assert":
+		return appendOne(dst, name, x.Assert), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportTestAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst, x.ID
+}
+
 func (x *TestReportTestAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1010,6 +1288,31 @@ func (x *TestReportTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportTeardown) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *TestReportTeardown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1096,6 +1399,31 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
+}
+
+func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestReportTeardownAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	return dst, x.ID
 }
 
 func (x *TestReportTeardownAction) elementParts() (*string, *[]Extension) {

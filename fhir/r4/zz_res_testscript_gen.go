@@ -258,6 +258,115 @@ func (x *TestScript) walk(w *walker) {
 	walkOne(w, "teardown", x.Teardown)
 }
 
+func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "origin":
+		return appendMany(dst, name, x.Origin), fieldName
+	case "destination":
+		return appendMany(dst, name, x.Destination), fieldName
+	case "metadata":
+		return appendOne(dst, name, x.Metadata), fieldName
+	case "fixture":
+		return appendMany(dst, name, x.Fixture), fieldName
+	case "profile":
+		return appendMany(dst, name, x.Profile), fieldName
+	case "variable":
+		return appendMany(dst, name, x.Variable), fieldName
+	case "setup":
+		return appendOne(dst, name, x.Setup), fieldName
+	case "test":
+		return appendMany(dst, name, x.Test), fieldName
+	case "teardown":
+		return appendOne(dst, name, x.Teardown), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScript) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendMany(dst, "origin", x.Origin)
+	dst = appendMany(dst, "destination", x.Destination)
+	dst = appendOne(dst, "metadata", x.Metadata)
+	dst = appendMany(dst, "fixture", x.Fixture)
+	dst = appendMany(dst, "profile", x.Profile)
+	dst = appendMany(dst, "variable", x.Variable)
+	dst = appendOne(dst, "setup", x.Setup)
+	dst = appendMany(dst, "test", x.Test)
+	dst = appendOne(dst, "teardown", x.Teardown)
+	return dst, x.ID
+}
+
 // ResourceType returns "TestScript".
 func (x *TestScript) ResourceType() string { return "TestScript" }
 
@@ -398,6 +507,34 @@ func (x *TestScriptOrigin) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "index":
+		return appendOne(dst, name, x.Index), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptOrigin) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "index", x.Index)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst, x.ID
+}
+
 func (x *TestScriptOrigin) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -496,6 +633,34 @@ func (x *TestScriptDestination) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "index":
+		return appendOne(dst, name, x.Index), fieldName
+	case "profile":
+		return appendOne(dst, name, x.Profile), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptDestination) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "index", x.Index)
+	dst = appendOne(dst, "profile", x.Profile)
+	return dst, x.ID
+}
+
 func (x *TestScriptDestination) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -590,6 +755,34 @@ func (x *TestScriptMetadata) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "link", x.Link)
 	walkMany(w, "capability", x.Capability)
+}
+
+func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "capability":
+		return appendMany(dst, name, x.Capability), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptMetadata) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendMany(dst, "capability", x.Capability)
+	return dst, x.ID
 }
 
 func (x *TestScriptMetadata) elementParts() (*string, *[]Extension) {
@@ -689,6 +882,34 @@ func (x *TestScriptMetadataLink) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "url", x.URL)
 	walkOne(w, "description", x.Description)
+}
+
+func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptMetadataLink) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendOne(dst, "description", x.Description)
+	return dst, x.ID
 }
 
 func (x *TestScriptMetadataLink) elementParts() (*string, *[]Extension) {
@@ -832,6 +1053,49 @@ func (x *TestScriptMetadataCapability) walk(w *walker) {
 	walkOne(w, "capabilities", x.Capabilities)
 }
 
+func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "required":
+		return appendOne(dst, name, x.Required), fieldName
+	case "validated":
+		return appendOne(dst, name, x.Validated), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "origin":
+		return appendMany(dst, name, x.Origin), fieldName
+	case "destination":
+		return appendOne(dst, name, x.Destination), fieldName
+	case "link":
+		return appendMany(dst, name, x.Link), fieldName
+	case "capabilities":
+		return appendOne(dst, name, x.Capabilities), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptMetadataCapability) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "required", x.Required)
+	dst = appendOne(dst, "validated", x.Validated)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "origin", x.Origin)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendMany(dst, "link", x.Link)
+	dst = appendOne(dst, "capabilities", x.Capabilities)
+	return dst, x.ID
+}
+
 func (x *TestScriptMetadataCapability) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -947,6 +1211,37 @@ func (x *TestScriptFixture) walk(w *walker) {
 	walkOne(w, "autocreate", x.Autocreate)
 	walkOne(w, "autodelete", x.Autodelete)
 	walkOne(w, "resource", x.Resource)
+}
+
+func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "autocreate":
+		return appendOne(dst, name, x.Autocreate), fieldName
+	case "autodelete":
+		return appendOne(dst, name, x.Autodelete), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptFixture) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "autocreate", x.Autocreate)
+	dst = appendOne(dst, "autodelete", x.Autodelete)
+	dst = appendOne(dst, "resource", x.Resource)
+	return dst, x.ID
 }
 
 func (x *TestScriptFixture) elementParts() (*string, *[]Extension) {
@@ -1099,6 +1394,52 @@ func (x *TestScriptVariable) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "defaultValue":
+		return appendOne(dst, name, x.DefaultValue), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "headerField":
+		return appendOne(dst, name, x.HeaderField), fieldName
+	case "hint":
+		return appendOne(dst, name, x.Hint), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "sourceId":
+		return appendOne(dst, name, x.SourceID), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptVariable) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "defaultValue", x.DefaultValue)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "headerField", x.HeaderField)
+	dst = appendOne(dst, "hint", x.Hint)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	return dst, x.ID
+}
+
 func (x *TestScriptVariable) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1202,6 +1543,31 @@ func (x *TestScriptSetup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptSetup) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *TestScriptSetup) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1294,6 +1660,34 @@ func (x *TestScriptSetupAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
+}
+
+func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "assert":
+		return appendOne(dst, name, x.Assert), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptSetupAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst, x.ID
 }
 
 func (x *TestScriptSetupAction) elementParts() (*string, *[]Extension) {
@@ -1511,6 +1905,79 @@ func (x *TestScriptSetupActionOperation) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
+func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "type":
+		return appendOne(dst, name, x.Type), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	case "label":
+		return appendOne(dst, name, x.Label), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "accept":
+		return appendOne(dst, name, x.Accept), fieldName
+	case "contentType":
+		return appendOne(dst, name, x.ContentType), fieldName
+	case "destination":
+		return appendOne(dst, name, x.Destination), fieldName
+	case "encodeRequestUrl":
+		return appendOne(dst, name, x.EncodeRequestURL), fieldName
+	case "method":
+		return appendOne(dst, name, x.Method), fieldName
+	case "origin":
+		return appendOne(dst, name, x.Origin), fieldName
+	case "params":
+		return appendOne(dst, name, x.Params), fieldName
+	case "requestHeader":
+		return appendMany(dst, name, x.RequestHeader), fieldName
+	case "requestId":
+		return appendOne(dst, name, x.RequestID), fieldName
+	case "responseId":
+		return appendOne(dst, name, x.ResponseID), fieldName
+	case "sourceId":
+		return appendOne(dst, name, x.SourceID), fieldName
+	case "targetId":
+		return appendOne(dst, name, x.TargetID), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptSetupActionOperation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "type", x.Type)
+	dst = appendOne(dst, "resource", x.Resource)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "accept", x.Accept)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "destination", x.Destination)
+	dst = appendOne(dst, "encodeRequestUrl", x.EncodeRequestURL)
+	dst = appendOne(dst, "method", x.Method)
+	dst = appendOne(dst, "origin", x.Origin)
+	dst = appendOne(dst, "params", x.Params)
+	dst = appendMany(dst, "requestHeader", x.RequestHeader)
+	dst = appendOne(dst, "requestId", x.RequestID)
+	dst = appendOne(dst, "responseId", x.ResponseID)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	dst = appendOne(dst, "targetId", x.TargetID)
+	dst = appendOne(dst, "url", x.URL)
+	return dst, x.ID
+}
+
 func (x *TestScriptSetupActionOperation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1638,6 +2105,34 @@ func (x *TestScriptSetupActionOperationRequestHeader) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "field", x.Field)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "field":
+		return appendOne(dst, name, x.Field), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptSetupActionOperationRequestHeader) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "field", x.Field)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *TestScriptSetupActionOperationRequestHeader) elementParts() (*string, *[]Extension) {
@@ -1901,6 +2396,94 @@ func (x *TestScriptSetupActionAssert) walk(w *walker) {
 	walkOne(w, "warningOnly", x.WarningOnly)
 }
 
+func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "label":
+		return appendOne(dst, name, x.Label), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "direction":
+		return appendOne(dst, name, x.Direction), fieldName
+	case "compareToSourceId":
+		return appendOne(dst, name, x.CompareToSourceID), fieldName
+	case "compareToSourceExpression":
+		return appendOne(dst, name, x.CompareToSourceExpression), fieldName
+	case "compareToSourcePath":
+		return appendOne(dst, name, x.CompareToSourcePath), fieldName
+	case "contentType":
+		return appendOne(dst, name, x.ContentType), fieldName
+	case "expression":
+		return appendOne(dst, name, x.Expression), fieldName
+	case "headerField":
+		return appendOne(dst, name, x.HeaderField), fieldName
+	case "minimumId":
+		return appendOne(dst, name, x.MinimumID), fieldName
+	case "navigationLinks":
+		return appendOne(dst, name, x.NavigationLinks), fieldName
+	case "operator":
+		return appendOne(dst, name, x.Operator), fieldName
+	case "path":
+		return appendOne(dst, name, x.Path), fieldName
+	case "requestMethod":
+		return appendOne(dst, name, x.RequestMethod), fieldName
+	case "requestURL":
+		return appendOne(dst, name, x.RequestURL), fieldName
+	case "resource":
+		return appendOne(dst, name, x.Resource), fieldName
+	case "response":
+		return appendOne(dst, name, x.Response), fieldName
+	case "responseCode":
+		return appendOne(dst, name, x.ResponseCode), fieldName
+	case "sourceId":
+		return appendOne(dst, name, x.SourceID), fieldName
+	case "validateProfileId":
+		return appendOne(dst, name, x.ValidateProfileID), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	case "warningOnly":
+		return appendOne(dst, name, x.WarningOnly), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptSetupActionAssert) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "label", x.Label)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendOne(dst, "direction", x.Direction)
+	dst = appendOne(dst, "compareToSourceId", x.CompareToSourceID)
+	dst = appendOne(dst, "compareToSourceExpression", x.CompareToSourceExpression)
+	dst = appendOne(dst, "compareToSourcePath", x.CompareToSourcePath)
+	dst = appendOne(dst, "contentType", x.ContentType)
+	dst = appendOne(dst, "expression", x.Expression)
+	dst = appendOne(dst, "headerField", x.HeaderField)
+	dst = appendOne(dst, "minimumId", x.MinimumID)
+	dst = appendOne(dst, "navigationLinks", x.NavigationLinks)
+	dst = appendOne(dst, "operator", x.Operator)
+	dst = appendOne(dst, "path", x.Path)
+	dst = appendOne(dst, "requestMethod", x.RequestMethod)
+	dst = appendOne(dst, "requestURL", x.RequestURL)
+	dst = appendOne(dst, "resource", x.Resource)
+	dst = appendOne(dst, "response", x.Response)
+	dst = appendOne(dst, "responseCode", x.ResponseCode)
+	dst = appendOne(dst, "sourceId", x.SourceID)
+	dst = appendOne(dst, "validateProfileId", x.ValidateProfileID)
+	dst = appendOne(dst, "value", x.Value)
+	dst = appendOne(dst, "warningOnly", x.WarningOnly)
+	return dst, x.ID
+}
+
 func (x *TestScriptSetupActionAssert) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2048,6 +2631,37 @@ func (x *TestScriptTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptTest) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *TestScriptTest) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2146,6 +2760,34 @@ func (x *TestScriptTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	case "assert":
+		return appendOne(dst, name, x.Assert), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptTestAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	dst = appendOne(dst, "assert", x.Assert)
+	return dst, x.ID
+}
+
 func (x *TestScriptTestAction) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2235,6 +2877,31 @@ func (x *TestScriptTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "action":
+		return appendMany(dst, name, x.Action), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptTeardown) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "action", x.Action)
+	return dst, x.ID
+}
+
 func (x *TestScriptTeardown) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -2321,6 +2988,31 @@ func (x *TestScriptTeardownAction) walk(w *walker) {
 	walkMany(w, "extension", x.Extension)
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
+}
+
+func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "operation":
+		return appendOne(dst, name, x.Operation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *TestScriptTeardownAction) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "operation", x.Operation)
+	return dst, x.ID
 }
 
 func (x *TestScriptTeardownAction) elementParts() (*string, *[]Extension) {

@@ -224,6 +224,97 @@ func (x *ValueSet) walk(w *walker) {
 	walkOne(w, "expansion", x.Expansion)
 }
 
+func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "url":
+		return appendOne(dst, name, x.URL), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "title":
+		return appendOne(dst, name, x.Title), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "experimental":
+		return appendOne(dst, name, x.Experimental), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "publisher":
+		return appendOne(dst, name, x.Publisher), fieldName
+	case "contact":
+		return appendMany(dst, name, x.Contact), fieldName
+	case "description":
+		return appendOne(dst, name, x.Description), fieldName
+	case "useContext":
+		return appendMany(dst, name, x.UseContext), fieldName
+	case "jurisdiction":
+		return appendMany(dst, name, x.Jurisdiction), fieldName
+	case "immutable":
+		return appendOne(dst, name, x.Immutable), fieldName
+	case "purpose":
+		return appendOne(dst, name, x.Purpose), fieldName
+	case "copyright":
+		return appendOne(dst, name, x.Copyright), fieldName
+	case "compose":
+		return appendOne(dst, name, x.Compose), fieldName
+	case "expansion":
+		return appendOne(dst, name, x.Expansion), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSet) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "url", x.URL)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "title", x.Title)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "experimental", x.Experimental)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "publisher", x.Publisher)
+	dst = appendMany(dst, "contact", x.Contact)
+	dst = appendOne(dst, "description", x.Description)
+	dst = appendMany(dst, "useContext", x.UseContext)
+	dst = appendMany(dst, "jurisdiction", x.Jurisdiction)
+	dst = appendOne(dst, "immutable", x.Immutable)
+	dst = appendOne(dst, "purpose", x.Purpose)
+	dst = appendOne(dst, "copyright", x.Copyright)
+	dst = appendOne(dst, "compose", x.Compose)
+	dst = appendOne(dst, "expansion", x.Expansion)
+	return dst, x.ID
+}
+
 // ResourceType returns "ValueSet".
 func (x *ValueSet) ResourceType() string { return "ValueSet" }
 
@@ -373,6 +464,40 @@ func (x *ValueSetCompose) walk(w *walker) {
 	walkMany(w, "exclude", x.Exclude)
 }
 
+func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "lockedDate":
+		return appendOne(dst, name, x.LockedDate), fieldName
+	case "inactive":
+		return appendOne(dst, name, x.Inactive), fieldName
+	case "include":
+		return appendMany(dst, name, x.Include), fieldName
+	case "exclude":
+		return appendMany(dst, name, x.Exclude), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetCompose) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "lockedDate", x.LockedDate)
+	dst = appendOne(dst, "inactive", x.Inactive)
+	dst = appendMany(dst, "include", x.Include)
+	dst = appendMany(dst, "exclude", x.Exclude)
+	return dst, x.ID
+}
+
 func (x *ValueSetCompose) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -496,6 +621,43 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 	walkMany(w, "valueSet", x.ValueSet)
 }
 
+func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "concept":
+		return appendMany(dst, name, x.Concept), fieldName
+	case "filter":
+		return appendMany(dst, name, x.Filter), fieldName
+	case "valueSet":
+		return appendMany(dst, name, x.ValueSet), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetComposeInclude) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendMany(dst, "concept", x.Concept)
+	dst = appendMany(dst, "filter", x.Filter)
+	dst = appendMany(dst, "valueSet", x.ValueSet)
+	return dst, x.ID
+}
+
 func (x *ValueSetComposeInclude) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -607,6 +769,37 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 	walkMany(w, "designation", x.Designation)
 }
 
+func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "designation":
+		return appendMany(dst, name, x.Designation), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetComposeIncludeConcept) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendMany(dst, "designation", x.Designation)
+	return dst, x.ID
+}
+
 func (x *ValueSetComposeIncludeConcept) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -713,6 +906,37 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "use":
+		return appendOne(dst, name, x.Use), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetComposeIncludeConceptDesignation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "use", x.Use)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) elementParts() (*string, *[]Extension) {
@@ -823,6 +1047,37 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 	walkOne(w, "property", x.Property)
 	walkOne(w, "op", x.Op)
 	walkOne(w, "value", x.Value)
+}
+
+func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "property":
+		return appendOne(dst, name, x.Property), fieldName
+	case "op":
+		return appendOne(dst, name, x.Op), fieldName
+	case "value":
+		return appendOne(dst, name, x.Value), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetComposeIncludeFilter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "property", x.Property)
+	dst = appendOne(dst, "op", x.Op)
+	dst = appendOne(dst, "value", x.Value)
+	return dst, x.ID
 }
 
 func (x *ValueSetComposeIncludeFilter) elementParts() (*string, *[]Extension) {
@@ -954,6 +1209,46 @@ func (x *ValueSetExpansion) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 	walkMany(w, "parameter", x.Parameter)
 	walkMany(w, "contains", x.Contains)
+}
+
+func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendOne(dst, name, x.Identifier), fieldName
+	case "timestamp":
+		return appendOne(dst, name, x.Timestamp), fieldName
+	case "total":
+		return appendOne(dst, name, x.Total), fieldName
+	case "offset":
+		return appendOne(dst, name, x.Offset), fieldName
+	case "parameter":
+		return appendMany(dst, name, x.Parameter), fieldName
+	case "contains":
+		return appendMany(dst, name, x.Contains), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetExpansion) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "timestamp", x.Timestamp)
+	dst = appendOne(dst, "total", x.Total)
+	dst = appendOne(dst, "offset", x.Offset)
+	dst = appendMany(dst, "parameter", x.Parameter)
+	dst = appendMany(dst, "contains", x.Contains)
+	return dst, x.ID
 }
 
 func (x *ValueSetExpansion) elementParts() (*string, *[]Extension) {
@@ -1111,6 +1406,64 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 }
 
+func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "name":
+		return appendOne(dst, name, x.Name), fieldName
+	case "valueString":
+		return appendOne(dst, name, x.ValueString), fieldName
+	case "valueBoolean":
+		return appendOne(dst, name, x.ValueBoolean), fieldName
+	case "valueInteger":
+		return appendOne(dst, name, x.ValueInteger), fieldName
+	case "valueDecimal":
+		return appendOne(dst, name, x.ValueDecimal), fieldName
+	case "valueUri":
+		return appendOne(dst, name, x.ValueURI), fieldName
+	case "valueCode":
+		return appendOne(dst, name, x.ValueCode), fieldName
+	case "valueDateTime":
+		return appendOne(dst, name, x.ValueDateTime), fieldName
+	case "value":
+		if !choice {
+			return dst, choiceName
+		}
+		dst = appendOne(dst, "valueString", x.ValueString)
+		dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+		dst = appendOne(dst, "valueInteger", x.ValueInteger)
+		dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+		dst = appendOne(dst, "valueUri", x.ValueURI)
+		dst = appendOne(dst, "valueCode", x.ValueCode)
+		dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+		return dst, choiceName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetExpansionParameter) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "name", x.Name)
+	dst = appendOne(dst, "valueString", x.ValueString)
+	dst = appendOne(dst, "valueBoolean", x.ValueBoolean)
+	dst = appendOne(dst, "valueInteger", x.ValueInteger)
+	dst = appendOne(dst, "valueDecimal", x.ValueDecimal)
+	dst = appendOne(dst, "valueUri", x.ValueURI)
+	dst = appendOne(dst, "valueCode", x.ValueCode)
+	dst = appendOne(dst, "valueDateTime", x.ValueDateTime)
+	return dst, x.ID
+}
+
 func (x *ValueSetExpansionParameter) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -1266,6 +1619,52 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 	walkMany(w, "designation", x.Designation)
 	walkMany(w, "contains", x.Contains)
+}
+
+func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "system":
+		return appendOne(dst, name, x.System), fieldName
+	case "abstract":
+		return appendOne(dst, name, x.Abstract), fieldName
+	case "inactive":
+		return appendOne(dst, name, x.Inactive), fieldName
+	case "version":
+		return appendOne(dst, name, x.Version), fieldName
+	case "code":
+		return appendOne(dst, name, x.Code), fieldName
+	case "display":
+		return appendOne(dst, name, x.Display), fieldName
+	case "designation":
+		return appendMany(dst, name, x.Designation), fieldName
+	case "contains":
+		return appendMany(dst, name, x.Contains), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *ValueSetExpansionContains) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "system", x.System)
+	dst = appendOne(dst, "abstract", x.Abstract)
+	dst = appendOne(dst, "inactive", x.Inactive)
+	dst = appendOne(dst, "version", x.Version)
+	dst = appendOne(dst, "code", x.Code)
+	dst = appendOne(dst, "display", x.Display)
+	dst = appendMany(dst, "designation", x.Designation)
+	dst = appendMany(dst, "contains", x.Contains)
+	return dst, x.ID
 }
 
 func (x *ValueSetExpansionContains) elementParts() (*string, *[]Extension) {

@@ -186,6 +186,85 @@ func (x *VerificationResult) walk(w *walker) {
 	walkMany(w, "validator", x.Validator)
 }
 
+func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "target":
+		return appendMany(dst, name, x.Target), fieldName
+	case "targetLocation":
+		return appendMany(dst, name, x.TargetLocation), fieldName
+	case "need":
+		return appendOne(dst, name, x.Need), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "statusDate":
+		return appendOne(dst, name, x.StatusDate), fieldName
+	case "validationType":
+		return appendOne(dst, name, x.ValidationType), fieldName
+	case "validationProcess":
+		return appendMany(dst, name, x.ValidationProcess), fieldName
+	case "frequency":
+		return appendOne(dst, name, x.Frequency), fieldName
+	case "lastPerformed":
+		return appendOne(dst, name, x.LastPerformed), fieldName
+	case "nextScheduled":
+		return appendOne(dst, name, x.NextScheduled), fieldName
+	case "failureAction":
+		return appendOne(dst, name, x.FailureAction), fieldName
+	case "primarySource":
+		return appendMany(dst, name, x.PrimarySource), fieldName
+	case "attestation":
+		return appendOne(dst, name, x.Attestation), fieldName
+	case "validator":
+		return appendMany(dst, name, x.Validator), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VerificationResult) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "target", x.Target)
+	dst = appendMany(dst, "targetLocation", x.TargetLocation)
+	dst = appendOne(dst, "need", x.Need)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "statusDate", x.StatusDate)
+	dst = appendOne(dst, "validationType", x.ValidationType)
+	dst = appendMany(dst, "validationProcess", x.ValidationProcess)
+	dst = appendOne(dst, "frequency", x.Frequency)
+	dst = appendOne(dst, "lastPerformed", x.LastPerformed)
+	dst = appendOne(dst, "nextScheduled", x.NextScheduled)
+	dst = appendOne(dst, "failureAction", x.FailureAction)
+	dst = appendMany(dst, "primarySource", x.PrimarySource)
+	dst = appendOne(dst, "attestation", x.Attestation)
+	dst = appendMany(dst, "validator", x.Validator)
+	return dst, x.ID
+}
+
 // ResourceType returns "VerificationResult".
 func (x *VerificationResult) ResourceType() string { return "VerificationResult" }
 
@@ -340,6 +419,49 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 	walkMany(w, "pushTypeAvailable", x.PushTypeAvailable)
 }
 
+func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "type":
+		return appendMany(dst, name, x.Type), fieldName
+	case "communicationMethod":
+		return appendMany(dst, name, x.CommunicationMethod), fieldName
+	case "validationStatus":
+		return appendOne(dst, name, x.ValidationStatus), fieldName
+	case "validationDate":
+		return appendOne(dst, name, x.ValidationDate), fieldName
+	case "canPushUpdates":
+		return appendOne(dst, name, x.CanPushUpdates), fieldName
+	case "pushTypeAvailable":
+		return appendMany(dst, name, x.PushTypeAvailable), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VerificationResultPrimarySource) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendMany(dst, "type", x.Type)
+	dst = appendMany(dst, "communicationMethod", x.CommunicationMethod)
+	dst = appendOne(dst, "validationStatus", x.ValidationStatus)
+	dst = appendOne(dst, "validationDate", x.ValidationDate)
+	dst = appendOne(dst, "canPushUpdates", x.CanPushUpdates)
+	dst = appendMany(dst, "pushTypeAvailable", x.PushTypeAvailable)
+	return dst, x.ID
+}
+
 func (x *VerificationResultPrimarySource) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -483,6 +605,52 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 	walkOne(w, "sourceSignature", x.SourceSignature)
 }
 
+func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "who":
+		return appendOne(dst, name, x.Who), fieldName
+	case "onBehalfOf":
+		return appendOne(dst, name, x.OnBehalfOf), fieldName
+	case "communicationMethod":
+		return appendOne(dst, name, x.CommunicationMethod), fieldName
+	case "date":
+		return appendOne(dst, name, x.Date), fieldName
+	case "sourceIdentityCertificate":
+		return appendOne(dst, name, x.SourceIdentityCertificate), fieldName
+	case "proxyIdentityCertificate":
+		return appendOne(dst, name, x.ProxyIdentityCertificate), fieldName
+	case "proxySignature":
+		return appendOne(dst, name, x.ProxySignature), fieldName
+	case "sourceSignature":
+		return appendOne(dst, name, x.SourceSignature), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VerificationResultAttestation) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "who", x.Who)
+	dst = appendOne(dst, "onBehalfOf", x.OnBehalfOf)
+	dst = appendOne(dst, "communicationMethod", x.CommunicationMethod)
+	dst = appendOne(dst, "date", x.Date)
+	dst = appendOne(dst, "sourceIdentityCertificate", x.SourceIdentityCertificate)
+	dst = appendOne(dst, "proxyIdentityCertificate", x.ProxyIdentityCertificate)
+	dst = appendOne(dst, "proxySignature", x.ProxySignature)
+	dst = appendOne(dst, "sourceSignature", x.SourceSignature)
+	return dst, x.ID
+}
+
 func (x *VerificationResultAttestation) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -593,6 +761,37 @@ func (x *VerificationResultValidator) walk(w *walker) {
 	walkOne(w, "organization", x.Organization)
 	walkOne(w, "identityCertificate", x.IdentityCertificate)
 	walkOne(w, "attestationSignature", x.AttestationSignature)
+}
+
+func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "organization":
+		return appendOne(dst, name, x.Organization), fieldName
+	case "identityCertificate":
+		return appendOne(dst, name, x.IdentityCertificate), fieldName
+	case "attestationSignature":
+		return appendOne(dst, name, x.AttestationSignature), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VerificationResultValidator) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "organization", x.Organization)
+	dst = appendOne(dst, "identityCertificate", x.IdentityCertificate)
+	dst = appendOne(dst, "attestationSignature", x.AttestationSignature)
+	return dst, x.ID
 }
 
 func (x *VerificationResultValidator) elementParts() (*string, *[]Extension) {

@@ -146,6 +146,67 @@ func (x *VisionPrescription) walk(w *walker) {
 	walkMany(w, "lensSpecification", x.LensSpecification)
 }
 
+func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "meta":
+		return appendOne(dst, name, x.Meta), fieldName
+	case "implicitRules":
+		return appendOne(dst, name, x.ImplicitRules), fieldName
+	case "language":
+		return appendOne(dst, name, x.Language), fieldName
+	case "text":
+		return appendOne(dst, name, x.Text), fieldName
+	case "contained":
+		return appendResources(dst, name, x.Contained), fieldName
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "identifier":
+		return appendMany(dst, name, x.Identifier), fieldName
+	case "status":
+		return appendOne(dst, name, x.Status), fieldName
+	case "created":
+		return appendOne(dst, name, x.Created), fieldName
+	case "patient":
+		return appendOne(dst, name, x.Patient), fieldName
+	case "encounter":
+		return appendOne(dst, name, x.Encounter), fieldName
+	case "dateWritten":
+		return appendOne(dst, name, x.DateWritten), fieldName
+	case "prescriber":
+		return appendOne(dst, name, x.Prescriber), fieldName
+	case "lensSpecification":
+		return appendMany(dst, name, x.LensSpecification), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VisionPrescription) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendOne(dst, "meta", x.Meta)
+	dst = appendOne(dst, "implicitRules", x.ImplicitRules)
+	dst = appendOne(dst, "language", x.Language)
+	dst = appendOne(dst, "text", x.Text)
+	dst = appendResources(dst, "contained", x.Contained)
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendMany(dst, "identifier", x.Identifier)
+	dst = appendOne(dst, "status", x.Status)
+	dst = appendOne(dst, "created", x.Created)
+	dst = appendOne(dst, "patient", x.Patient)
+	dst = appendOne(dst, "encounter", x.Encounter)
+	dst = appendOne(dst, "dateWritten", x.DateWritten)
+	dst = appendOne(dst, "prescriber", x.Prescriber)
+	dst = appendMany(dst, "lensSpecification", x.LensSpecification)
+	return dst, x.ID
+}
+
 // ResourceType returns "VisionPrescription".
 func (x *VisionPrescription) ResourceType() string { return "VisionPrescription" }
 
@@ -352,6 +413,70 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "product":
+		return appendOne(dst, name, x.Product), fieldName
+	case "eye":
+		return appendOne(dst, name, x.Eye), fieldName
+	case "sphere":
+		return appendOne(dst, name, x.Sphere), fieldName
+	case "cylinder":
+		return appendOne(dst, name, x.Cylinder), fieldName
+	case "axis":
+		return appendOne(dst, name, x.Axis), fieldName
+	case "prism":
+		return appendMany(dst, name, x.Prism), fieldName
+	case "add":
+		return appendOne(dst, name, x.Add), fieldName
+	case "power":
+		return appendOne(dst, name, x.Power), fieldName
+	case "backCurve":
+		return appendOne(dst, name, x.BackCurve), fieldName
+	case "diameter":
+		return appendOne(dst, name, x.Diameter), fieldName
+	case "duration":
+		return appendOne(dst, name, x.Duration), fieldName
+	case "color":
+		return appendOne(dst, name, x.Color), fieldName
+	case "brand":
+		return appendOne(dst, name, x.Brand), fieldName
+	case "note":
+		return appendMany(dst, name, x.Note), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VisionPrescriptionLensSpecification) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "product", x.Product)
+	dst = appendOne(dst, "eye", x.Eye)
+	dst = appendOne(dst, "sphere", x.Sphere)
+	dst = appendOne(dst, "cylinder", x.Cylinder)
+	dst = appendOne(dst, "axis", x.Axis)
+	dst = appendMany(dst, "prism", x.Prism)
+	dst = appendOne(dst, "add", x.Add)
+	dst = appendOne(dst, "power", x.Power)
+	dst = appendOne(dst, "backCurve", x.BackCurve)
+	dst = appendOne(dst, "diameter", x.Diameter)
+	dst = appendOne(dst, "duration", x.Duration)
+	dst = appendOne(dst, "color", x.Color)
+	dst = appendOne(dst, "brand", x.Brand)
+	dst = appendMany(dst, "note", x.Note)
+	return dst, x.ID
+}
+
 func (x *VisionPrescriptionLensSpecification) elementParts() (*string, *[]Extension) {
 	if x == nil {
 		return nil, nil
@@ -471,6 +596,34 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "base", x.Base)
+}
+
+func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
+	if x == nil {
+		return dst, fieldName
+	}
+	switch name {
+	case "extension":
+		return appendMany(dst, name, x.Extension), fieldName
+	case "modifierExtension":
+		return appendMany(dst, name, x.ModifierExtension), fieldName
+	case "amount":
+		return appendOne(dst, name, x.Amount), fieldName
+	case "base":
+		return appendOne(dst, name, x.Base), fieldName
+	}
+	return dst, unknownName
+}
+
+func (x *VisionPrescriptionLensSpecificationPrism) appendAll(dst []Child) ([]Child, string) {
+	if x == nil {
+		return dst, ""
+	}
+	dst = appendMany(dst, "extension", x.Extension)
+	dst = appendMany(dst, "modifierExtension", x.ModifierExtension)
+	dst = appendOne(dst, "amount", x.Amount)
+	dst = appendOne(dst, "base", x.Base)
+	return dst, x.ID
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) elementParts() (*string, *[]Extension) {

@@ -145,6 +145,8 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeValue(e *encoder) { %s }\n\n", p.GoName, encode)
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nif x == nil {\nreturn dst, fieldName\n}\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) ([]Child, string) {\nif x == nil {\nreturn dst, \"\"\n}\nreturn appendMany(dst, \"extension\", x.Extension), x.ID\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
 		// Generic access (the Primitive interface).
 		fmt.Fprintf(b, "// PrimitiveType returns %q.\nfunc (x *%s) PrimitiveType() string { return %q }\n\n", p.FHIRName, p.GoName, p.FHIRName)
@@ -285,6 +287,7 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 		}
 	}
 	b.WriteString("}\n\n")
+	writeAppendNamed(b, s)
 
 	// JSON interfaces.
 	if s.IsResource {
@@ -347,4 +350,59 @@ func writeRegistry(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "\t%q,\n", n)
 	}
 	b.WriteString("}\n")
+}
+
+// writeAppendNamed writes appendNamed, which appends the children of one
+// JSON name, as the walker restricted to that name would, without visiting
+// the other fields: a switch on the name, whose cases are the element names
+// and, for a choice element, its base name (value for value[x]), which
+// appends each typed field in turn when choice is set. It reports which
+// of those name is. It also writes appendAll, which appends every child as
+// the unrestricted walker would and returns the id (the element id, or a
+// resource's logical id).
+func writeAppendNamed(b *bytes.Buffer, s *structType) {
+	fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {\n", s.GoName)
+	b.WriteString("if x == nil {\nreturn dst, fieldName\n}\n")
+	b.WriteString("switch name {\n")
+	call := func(f *field, name string) string {
+		switch {
+		case f.Kind == kindResource && f.Array:
+			return fmt.Sprintf("appendResources(dst, %s, x.%s)", name, f.GoName)
+		case f.Kind == kindResource:
+			return fmt.Sprintf("appendResource(dst, %s, x.%s)", name, f.GoName)
+		case f.Array:
+			return fmt.Sprintf("appendMany(dst, %s, x.%s)", name, f.GoName)
+		}
+		return fmt.Sprintf("appendOne(dst, %s, x.%s)", name, f.GoName)
+	}
+	var choices []string
+	byChoice := map[string][]*field{}
+	for _, f := range s.Fields {
+		if f.Kind == kindString {
+			continue
+		}
+		fmt.Fprintf(b, "case %q:\nreturn %s, fieldName\n", f.JSONName, call(f, "name"))
+		if f.Choice != "" {
+			if _, ok := byChoice[f.Choice]; !ok {
+				choices = append(choices, f.Choice)
+			}
+			byChoice[f.Choice] = append(byChoice[f.Choice], f)
+		}
+	}
+	for _, c := range choices {
+		fmt.Fprintf(b, "case %q:\nif !choice {\nreturn dst, choiceName\n}\n", c)
+		for _, f := range byChoice[c] {
+			fmt.Fprintf(b, "dst = %s\n", call(f, fmt.Sprintf("%q", f.JSONName)))
+		}
+		b.WriteString("return dst, choiceName\n")
+	}
+	b.WriteString("}\nreturn dst, unknownName\n}\n\n")
+
+	fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) ([]Child, string) {\nif x == nil {\nreturn dst, \"\"\n}\n", s.GoName)
+	for _, f := range s.Fields {
+		if f.Kind != kindString {
+			fmt.Fprintf(b, "dst = %s\n", call(f, fmt.Sprintf("%q", f.JSONName)))
+		}
+	}
+	b.WriteString("return dst, x.ID\n}\n\n")
 }

@@ -1,0 +1,527 @@
+package fhirpath
+
+import (
+	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
+)
+
+// A chain is a path fused for evaluation item by item: navigation steps
+// (name), type filters (ofType(T), as(T)), where(criteria) and, as the
+// first step, descendants(), optionally ended by count(), exists(),
+// exists(criteria) or empty(). Each
+// step is a flat map over its input, so taking every item through all the
+// steps in turn gives the items, in the order, of evaluating step after
+// step; but the items between the steps are neither boxed nor gathered
+// into collections, and with count(), exists() or empty() the result's
+// items are not either. Steps and MaxItems are counted as step-by-step
+// evaluation counts them.
+type chain struct {
+	base  node // evaluated as usual for the input; nil means $this
+	steps []chainStep
+	term  string // "", "count", "exists" or "empty"
+	// critTerm is set for exists(criteria), whose criteria are the last
+	// step: that step and the ending are one node of the expression.
+	critTerm bool
+	at       int // offset of the chain's last node
+}
+
+// maxChain is the most steps a chain has; longer paths are evaluated step
+// by step.
+const maxChain = 8
+
+type stepKind uint8
+
+const (
+	stepMember      stepKind = iota // navigation to name
+	stepOfType                      // ofType(ts) or as(ts)
+	stepDescendants                 // descendants(), first step only
+	stepWhere                       // where(criteria)
+)
+
+type chainStep struct {
+	kind  stepKind
+	name  string
+	cache *stepCache
+	ts    typeSpec
+	at    int
+	// resourceType is ts.name for ofType() of a resource type, which
+	// only resources of that type pass.
+	resourceType string
+	call         *callNode // where()
+}
+
+// fuse sets the chain of every node of the tree under n that is the end
+// of a path worth fusing: two steps or more, or a step ended by count(),
+// exists() or empty().
+func fuse(n node) {
+	switch x := n.(type) {
+	case *memberNode:
+		fuse(x.target)
+		x.fused = chainOf(x)
+	case *callNode:
+		if x.target != nil {
+			fuse(x.target)
+		}
+		for _, a := range x.args {
+			fuse(a)
+		}
+		x.fused = chainOf(x)
+	case *indexNode:
+		fuse(x.target)
+		fuse(x.index)
+	case *unaryNode:
+		fuse(x.x)
+	case *binaryNode:
+		fuse(x.l)
+		fuse(x.r)
+	case *typeOpNode:
+		fuse(x.x)
+	}
+}
+
+// chainOf returns the chain n ends, or nil.
+func chainOf(n node) *chain {
+	c := &chain{at: n.pos()}
+	if x, ok := n.(*callNode); ok && x.name == "exists" && len(x.args) == 1 && x.target != nil {
+		// exists(criteria) is where(criteria).exists(): the criteria
+		// are a where() step of the chain, which stops at the first
+		// item they hold for.
+		c.term, c.critTerm = "exists", true
+		c.base, c.steps = chainSteps(x.target)
+		if len(c.steps) == 0 || len(c.steps)+1 > maxChain {
+			return nil
+		}
+		c.steps = append(c.steps, chainStep{kind: stepWhere, call: x, at: x.at})
+		return c
+	}
+	if x, ok := n.(*callNode); ok && len(x.args) == 0 && x.target != nil {
+		switch x.name {
+		case "count", "exists", "empty":
+			c.term = x.name
+			c.base, c.steps = chainSteps(x.target)
+			if len(c.steps) == 0 || len(c.steps) > maxChain {
+				return nil
+			}
+			return c
+		}
+	}
+	c.base, c.steps = chainSteps(n)
+	if len(c.steps) < 2 || len(c.steps) > maxChain {
+		return nil
+	}
+	return c
+}
+
+// chainSteps splits n into the steps of a chain and what they start from.
+func chainSteps(n node) (base node, steps []chainStep) {
+	switch x := n.(type) {
+	case *identNode:
+		if x.name != "" && x.name[0] >= 'A' && x.name[0] <= 'Z' {
+			return n, nil // a type name at the start of a path
+		}
+		return nil, []chainStep{{kind: stepMember, name: x.name, cache: &x.cache, at: x.at}}
+	case *memberNode:
+		base, steps = chainSteps(x.target)
+		return base, append(steps, chainStep{kind: stepMember, name: x.name, cache: &x.cache, at: x.at})
+	case *callNode:
+		switch {
+		case (x.name == "ofType" || x.name == "as") && len(x.args) == 1:
+			ts, err := argType(x, 0)
+			if err != nil {
+				return n, nil
+			}
+			if x.target != nil {
+				base, steps = chainSteps(x.target)
+			}
+			s := chainStep{kind: stepOfType, ts: ts, at: x.at}
+			if ts.ns != "System" && r4.IsResourceType(ts.name) {
+				s.resourceType = ts.name
+			}
+			return base, append(steps, s)
+		case x.name == "where" && len(x.args) == 1 && x.target != nil:
+			base, steps = chainSteps(x.target)
+			if len(steps) == 0 {
+				return n, nil
+			}
+			return base, append(steps, chainStep{kind: stepWhere, call: x, at: x.at})
+		case x.name == "descendants" && len(x.args) == 0:
+			return x.target, []chainStep{{kind: stepDescendants, at: x.at}}
+		}
+	}
+	return n, nil
+}
+
+// chainRun is the state of one evaluation of a chain.
+type chainRun struct {
+	c     *chain
+	out   Collection
+	n     int           // items at the end, for count(), exists() and empty()
+	done  bool          // exists() or empty() knows its answer
+	sizes [maxChain]int // items made by each step
+	sc    *scope        // the scope the chain is evaluated in
+	inner *scope        // the scope of where(), made on first use
+	index int           // the position of the current input item
+	first int           // the step the input items start at
+}
+
+// evalChain evaluates c, which stands for the node n eval was called with.
+func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
+	// eval counted the last node; the steps and the ending stand for one
+	// node each.
+	nodes := len(c.steps) - 1
+	if c.term != "" && !c.critTerm {
+		nodes++
+	}
+	if err := e.step(nodes, c.at); err != nil {
+		return nil, err
+	}
+	in := sc.this
+	if c.base != nil {
+		var err error
+		if in, err = e.eval(c.base, sc); err != nil {
+			return nil, err
+		}
+	}
+	r := chainRun{c: c, sc: sc}
+	first := 0
+	if c.steps[0].kind == stepDescendants && c.term == "" {
+		// The items of descendants() are in breadth-first order over
+		// the whole input: gather them as the function does.
+		var err error
+		if in, err = e.descendants(in, c.steps[0].at); err != nil {
+			return nil, err
+		}
+		first = 1
+	}
+	r.first = first
+	for idx, v := range in {
+		r.index = idx
+		if err := e.chainValue(&r, v, first); err != nil {
+			return nil, err
+		}
+		if r.done {
+			break
+		}
+	}
+	if r.inner != nil {
+		e.releaseScope(r.inner)
+	}
+	switch c.term {
+	case "count":
+		return e.single(Integer(r.n)), nil
+	case "exists":
+		return boolColl(r.n > 0), nil
+	case "empty":
+		return boolColl(r.n == 0), nil
+	}
+	return r.out, e.checkSize(r.out, c.at)
+}
+
+// grow counts an item made by step i against MaxItems.
+func (e *evaluator) grow(r *chainRun, i int) error {
+	r.sizes[i]++
+	if r.sizes[i] > e.maxItems {
+		return evalErr(ErrLimit, r.c.steps[i].at, "collection of more than %d items", e.maxItems)
+	}
+	return nil
+}
+
+// emit takes an item that went through every step.
+func (e *evaluator) emit(r *chainRun, v Value) {
+	if r.c.term == "" {
+		if r.out == nil {
+			r.out = e.coll(4)
+		}
+		r.out = append(r.out, v)
+		return
+	}
+	r.n++
+	r.done = r.c.term != "count"
+}
+
+// chainValue takes v through the steps from i on.
+func (e *evaluator) chainValue(r *chainRun, v Value, i int) error {
+	if n, ok := v.(*Node); ok {
+		return e.chainNode(r, n, n, i)
+	}
+	if i == len(r.c.steps) {
+		e.emit(r, v)
+		return nil
+	}
+	s := &r.c.steps[i]
+	switch s.kind {
+	case stepMember:
+		// As member: a TypeInfo has a name and a namespace, other
+		// System values nothing.
+		ti, ok := v.(TypeInfo)
+		if !ok || s.name != "name" && s.name != "namespace" {
+			return nil
+		}
+		// (member counts no step for them)
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+		if s.name == "name" {
+			return e.chainValue(r, String(ti.Name), i+1)
+		}
+		return e.chainValue(r, String(ti.Namespace), i+1)
+	case stepOfType:
+		if ok, err := asType(v, s.ts, s.at); err != nil || !ok {
+			return err
+		}
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+		return e.chainValue(r, v, i+1)
+	case stepWhere:
+		if ok, err := e.chainWhere(r, v, i); err != nil || !ok {
+			return err
+		}
+		return e.chainValue(r, v, i+1)
+	}
+	return nil
+}
+
+// chainWhere evaluates the criteria of the where() at step i for v, with
+// $index its position among the items of the step before, and counts v
+// when they hold.
+func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
+	s := &r.c.steps[i]
+	if r.inner == nil {
+		r.inner = e.lambdaScope(r.sc)
+	}
+	index := r.index
+	if i > r.first {
+		index = r.sizes[i-1] - 1
+	}
+	res, err := e.lambdaAt(r.inner, s.call, 0, v, index)
+	if err != nil {
+		return false, err
+	}
+	b, ok, err := toBool(res, s.call.args[0].pos())
+	if err != nil || !ok || !b {
+		return false, err
+	}
+	return true, e.grow(r, i)
+}
+
+// chainNode takes n through the steps from i on. n is not kept: it may
+// be a Node of the caller's; boxed, when not nil, is n boxed, kept as it
+// is, where n is copied into a box.
+func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
+	if i == len(r.c.steps) {
+		if r.c.term == "" {
+			if boxed == nil {
+				boxed = e.box(*n)
+			}
+			if r.out == nil {
+				r.out = e.coll(4)
+			}
+			r.out = append(r.out, boxed)
+			return nil
+		}
+		e.emit(r, nil)
+		return nil
+	}
+	s := &r.c.steps[i]
+	switch s.kind {
+	case stepOfType:
+		if !asTypeNode(n, s.ts) {
+			return nil
+		}
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+		return e.chainNode(r, n, boxed, i+1)
+	case stepDescendants:
+		return e.chainDescendants(r, n, i)
+	case stepWhere:
+		if boxed == nil {
+			boxed = e.box(*n)
+		}
+		if ok, err := e.chainWhere(r, boxed, i); err != nil || !ok {
+			return err
+		}
+		return e.chainNode(r, n, boxed, i+1)
+	}
+	if s.name == "id" || s.name == "url" {
+		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && r.c.term != "" && (s.name == "id" || isExt) {
+			// Only counted: the id or url need not be made a node.
+			if hasIDOrURL(n, s.name) {
+				if err := e.step(1, s.at); err != nil {
+					return err
+				}
+				if err := e.grow(r, i); err != nil {
+					return err
+				}
+				e.emit(r, nil)
+			}
+			return nil
+		}
+		var buf [2]Value
+		kids := navigate(n, s.name, buf[:0], e, s.cache)
+		if err := e.step(len(kids), s.at); err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if err := e.grow(r, i); err != nil {
+				return err
+			}
+			if err := e.chainValue(r, k, i+1); err != nil || r.done {
+				return err
+			}
+		}
+		return nil
+	}
+	def := n.childDef()
+	l := s.cache.get(def, s.name)
+	if l.none {
+		return nil
+	}
+	kids := e.kidsAt(e.kidDepth)
+	kids = r4.AppendChildren(kids, n.Value, s.name, l.choice)
+	e.kidDepth++
+	var err error
+	// kn is declared out of the loop: a variable of the loop whose
+	// address is passed on would be moved to the heap.
+	var kn Node
+	for j := 0; err == nil && j < len(kids) && !r.done; j++ {
+		k := &kids[j]
+		if e.skipEmpty && !hasContent(k.Node, 0) {
+			continue
+		}
+		if err = e.step(1, s.at); err != nil {
+			break
+		}
+		switch {
+		case l.typed1:
+			kn = Node{Value: k.Node, Type: l.elem.Type, def: l.elemDef}
+		case l.choice:
+			kn = l.typedNode(k.Name, k.Node)
+		default:
+			if res, ok := k.Node.(r4.Resource); ok && i+1 < len(r.c.steps) && r.c.steps[i+1].resourceType != "" {
+				// ofType(Patient) next: a resource of another type
+				// need not be made a node.
+				if err = e.grow(r, i); err == nil && res.ResourceType() == r.c.steps[i+1].resourceType {
+					kn = e.resourceNode(res)
+					err = e.chainNode(r, &kn, nil, i+1)
+				}
+				continue
+			}
+			kn = e.childNode(def, k.Name, k.Node)
+		}
+		if err = e.grow(r, i); err == nil {
+			err = e.chainNode(r, &kn, nil, i+1)
+		}
+	}
+	e.kidDepth--
+	e.putKids(e.kidDepth, kids)
+	return err
+}
+
+// chainDescendants takes every descendant of n through the steps after
+// i, depth first: only a count(), exists() or empty() follows, for which
+// the order does not matter.
+func (e *evaluator) chainDescendants(r *chainRun, n *Node, i int) error {
+	// The children of n, as children() finds them: its id (and url),
+	// then its elements.
+	def := n.childDef()
+	kids, id := r4.AppendAllChildren(e.kidsAt(e.kidDepth), n.Value)
+	e.kidDepth++ // kids is this depth's buffer, from here on
+	var buf [2]Value
+	ids := buf[:0]
+	if id != "" {
+		if _, isRes := n.Value.(r4.Resource); isRes {
+			ids = append(ids, e.box(Node{Value: e.newID(id), Type: "id", def: idDef}))
+		} else {
+			ids = append(ids, e.box(Node{Value: &r4.String{Value: id, Present: true}, Type: "string", def: stringDef}))
+		}
+	}
+	if _, ok := n.Value.(*r4.Extension); ok {
+		ids = navigate(n, "url", ids, e, nil)
+	}
+	var err error
+	for _, v := range ids {
+		if err = e.step(1, r.c.steps[i].at); err != nil {
+			break
+		}
+		if err = e.grow(r, i); err != nil {
+			break
+		}
+		nd := v.(*Node)
+		if err = e.chainNode(r, nd, nd, i+1); err != nil || r.done {
+			break
+		}
+	}
+	var kn Node // out of the loop, as in chainNode
+	for j := 0; err == nil && j < len(kids) && !r.done; j++ {
+		k := &kids[j]
+		if e.skipEmpty && !hasContent(k.Node, 0) {
+			continue
+		}
+		if err = e.step(1, r.c.steps[i].at); err != nil {
+			break
+		}
+		if err = e.grow(r, i); err != nil {
+			break
+		}
+		kn = e.childNode(def, k.Name, k.Node)
+		if err = e.chainNode(r, &kn, nil, i+1); err == nil && !r.done {
+			err = e.chainDescendants(r, &kn, i)
+		}
+	}
+	e.kidDepth--
+	e.putKids(e.kidDepth, kids)
+	return err
+}
+
+// kidsAt returns the empty child buffer of recursion depth d.
+func (e *evaluator) kidsAt(d int) []r4.Child {
+	for len(e.kidStack) <= d {
+		e.kidStack = append(e.kidStack, nil)
+	}
+	return e.kidStack[d][:0]
+}
+
+// putKids gives back the child buffer of depth d. It is cleared when the
+// evaluation ends, up to the most it held (kidsHeld), not each time.
+func (e *evaluator) putKids(d int, kids []r4.Child) {
+	for len(e.kidsHeld) <= d {
+		e.kidsHeld = append(e.kidsHeld, 0)
+	}
+	e.kidsHeld[d] = max(e.kidsHeld[d], len(kids))
+	e.kidStack[d] = kids[:0]
+}
+
+// asTypeNode is asType for a node.
+func asTypeNode(n *Node, ts typeSpec) bool {
+	if ts.ns == "System" {
+		return false
+	}
+	if n.Type == ts.name {
+		return true
+	}
+	if n.def != nil {
+		if n.def.Kind == spec.Primitive {
+			return false
+		}
+	} else if _, isPrim := n.primitive(); isPrim {
+		return n.Type == ts.name
+	}
+	return nodeIs(n, ts.name)
+}
+
+// hasIDOrURL reports whether navigate(n, name) gives an item, for name id,
+// or url on an Extension, without making it.
+func hasIDOrURL(n *Node, name string) bool {
+	if x, ok := n.Value.(*r4.Extension); ok && name == "url" {
+		return x.URL != ""
+	}
+	if r, ok := n.Value.(r4.Resource); ok {
+		return r.ResourceID() != ""
+	}
+	if idp, _ := r4.ElementOf(n.Value); idp != nil {
+		return *idp != ""
+	}
+	return false
+}
