@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,23 +104,41 @@ func needles(user, pass string) map[string][]byte {
 }
 
 // rawFiles reads every file of the data directory (the SQLite database, its
-// -wal and -shm, the enclave's keys, the notary key) as bytes on disk.
+// -wal and -shm, the disk reserve, the enclave's keys, the notary key) as
+// bytes on disk. Write-ahead logs are read before everything else: a
+// checkpoint between the reads moves pages from the log into the database
+// and then empties the log, so a page is in the log as read or in the
+// database read after it — read the other way round, a checkpoint in
+// between (while a large file such as the reserve is read) would hide it.
 func rawFiles(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	files := map[string][]byte{}
+	var paths []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+		if err == nil && !d.IsDir() {
+			paths = append(paths, path)
 		}
-		b, err := os.ReadFile(path)
-		if os.IsNotExist(err) {
-			return nil // the -wal or -shm went away meanwhile
-		}
-		files[path] = b
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	rank := func(p string) int {
+		if strings.HasSuffix(p, "-wal") {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(paths, func(a, b string) int { return rank(a) - rank(b) })
+	files := map[string][]byte{}
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			continue // the -wal or -shm went away meanwhile
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path] = b
 	}
 	return files
 }
