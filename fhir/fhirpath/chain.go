@@ -8,17 +8,21 @@ import (
 // A chain is a path fused for evaluation item by item: navigation steps
 // (name), type filters (ofType(T), as(T)), where(criteria) and, as the
 // first step, descendants(), optionally ended by count(), exists(),
-// exists(criteria) or empty(). Each
-// step is a flat map over its input, so taking every item through all the
-// steps in turn gives the items, in the order, of evaluating step after
-// step; but the items between the steps are neither boxed nor gathered
-// into collections, and with count(), exists() or empty() the result's
-// items are not either. Steps and MaxItems are counted as step-by-step
-// evaluation counts them.
+// exists(criteria), empty() or first(). Each step is a flat map over its
+// input, so taking every item through all the steps in turn gives the
+// items, in the order, of evaluating step after step; but the items
+// between the steps are neither boxed nor gathered into collections, and
+// with count(), exists() or empty() the result's items are not either.
+// Steps and MaxItems are counted as step-by-step evaluation counts them,
+// up to where the chain stops: exists(), exists(criteria), empty() and
+// first() stop at the first item that comes through every step, so errors
+// (limits included) that only the items after it would raise are not
+// raised, and the steps they would take are not counted (see the package
+// doc).
 type chain struct {
 	base  node // evaluated as usual for the input; nil means $this
 	steps []chainStep
-	term  string // "", "count", "exists" or "empty"
+	term  string // "", "count", "exists", "empty" or "first"
 	// critTerm is set for exists(criteria), whose criteria are the last
 	// step: that step and the ending are one node of the expression.
 	critTerm bool
@@ -96,7 +100,7 @@ func chainOf(n node) *chain {
 	}
 	if x, ok := n.(*callNode); ok && len(x.args) == 0 && x.target != nil {
 		switch x.name {
-		case "count", "exists", "empty":
+		case "count", "exists", "empty", "first":
 			c.term = x.name
 			c.base, c.steps = chainSteps(x.target)
 			if len(c.steps) == 0 || len(c.steps) > maxChain {
@@ -184,9 +188,10 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 	}
 	r := chainRun{c: c, sc: sc}
 	first := 0
-	if c.steps[0].kind == stepDescendants && c.term == "" {
+	if c.steps[0].kind == stepDescendants && c.keeps() {
 		// The items of descendants() are in breadth-first order over
-		// the whole input: gather them as the function does.
+		// the whole input: gather them as the function does (the
+		// order matters for the items kept).
 		var err error
 		if in, err = e.descendants(in, c.steps[0].at); err != nil {
 			return nil, err
@@ -217,6 +222,11 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 	return r.out, e.checkSize(r.out, c.at)
 }
 
+// keeps reports whether the chain's result holds the items that come
+// through its steps (no ending, or first()), rather than an answer about
+// them.
+func (c *chain) keeps() bool { return c.term == "" || c.term == "first" }
+
 // grow counts an item made by step i against MaxItems.
 func (e *evaluator) grow(r *chainRun, i int) error {
 	r.sizes[i]++
@@ -228,11 +238,12 @@ func (e *evaluator) grow(r *chainRun, i int) error {
 
 // emit takes an item that went through every step.
 func (e *evaluator) emit(r *chainRun, v Value) {
-	if r.c.term == "" {
+	if r.c.keeps() {
 		if r.out == nil {
 			r.out = e.coll(4)
 		}
 		r.out = append(r.out, v)
+		r.done = r.c.term == "first"
 		return
 	}
 	r.n++
@@ -310,17 +321,14 @@ func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
 // is, where n is copied into a box.
 func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 	if i == len(r.c.steps) {
-		if r.c.term == "" {
-			if boxed == nil {
-				boxed = e.box(*n)
-			}
-			if r.out == nil {
-				r.out = e.coll(4)
-			}
-			r.out = append(r.out, boxed)
+		if !r.c.keeps() {
+			e.emit(r, nil)
 			return nil
 		}
-		e.emit(r, nil)
+		if boxed == nil {
+			boxed = e.box(*n)
+		}
+		e.emit(r, boxed)
 		return nil
 	}
 	s := &r.c.steps[i]
@@ -345,7 +353,7 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		return e.chainNode(r, n, boxed, i+1)
 	}
 	if s.name == "id" || s.name == "url" {
-		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && r.c.term != "" && (s.name == "id" || isExt) {
+		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && !r.c.keeps() && (s.name == "id" || isExt) {
 			// Only counted: the id or url need not be made a node.
 			if hasIDOrURL(n, s.name) {
 				if err := e.step(1, s.at); err != nil {

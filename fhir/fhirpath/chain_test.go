@@ -118,6 +118,27 @@ func TestChains(t *testing.T) {
 		"entry.resource.exists($index = 164)",
 		"entry.resource.ofType(Observation).where(code.coding.exists(code = '29463-7' and $index = 0)).id",
 		"descendants().exists($this is Reference)",
+		"entry.resource.ofType(Patient).name.where(use = 'official').given.first()",
+		"entry.resource.ofType(Patient).name.where(use = 'nosuch').given.first()",
+		"entry.resource.ofType(Claim).first()",
+		"entry.resource.first()",
+		"entry.first()",
+		"entry.resource.id.first()",
+		"entry.resource.where($index > 150).id.first()",
+		"entry.resource.where($index = 163).id.first()",
+		"entry.resource.where($index = 164).id.first()",
+		"entry.resource.ofType(Patient).extension.url.first()",
+		"entry.resource.ofType(Patient).extension.extension.url.first()",
+		"entry.resource.ofType(Observation).value.ofType(Quantity).value.first()",
+		"entry.resource.ofType(Observation).code.coding.where(code = '29463-7').first()",
+		"entry.resource.type().name.first()",
+		"descendants().first()",
+		"descendants().ofType(Reference).first()",
+		"descendants().ofType(Reference).reference.first()",
+		"descendants().id.first()",
+		"descendants().url.first()",
+		"descendants().where($index > 1000).first()",
+		"entry.resource.descendants().ofType(Coding).first()",
 	}
 	for _, expr := range exprs {
 		fused, err := Parse(expr)
@@ -139,14 +160,59 @@ func TestChains(t *testing.T) {
 				t.Errorf("%s: chain %s", expr, d)
 			}
 		}
-		// The same steps, but where exists() or empty() stops early.
-		if !strings.HasSuffix(expr, "exists()") && !strings.HasSuffix(expr, "empty()") && !strings.Contains(expr, ".exists(") {
-			b1, b2 := 1<<40, 1<<40
-			plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
-			fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
-			if b1 != b2 {
-				t.Errorf("%s: chain took %d steps, step by step %d", expr, 1<<40-b2, 1<<40-b1)
-			}
+		// The same steps, but where exists(), empty() or first() stops
+		// early: then no more.
+		b1, b2 := 1<<40, 1<<40
+		plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
+		fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
+		stops := strings.HasSuffix(expr, "exists()") || strings.HasSuffix(expr, "empty()") || strings.Contains(expr, ".exists(") || strings.Contains(expr, ".first()")
+		if stops && b2 < b1 || !stops && b1 != b2 {
+			t.Errorf("%s: chain took %d steps, step by step %d", expr, 1<<40-b2, 1<<40-b1)
+		}
+	}
+	// first() stops at the first item; when that is the last one, or
+	// there is none, it takes every step.
+	for _, c := range []struct {
+		expr  string
+		fewer bool
+	}{
+		{"entry.resource.ofType(Patient).name.where(use = 'official').given.first()", true},
+		{"entry.resource.id.first()", true},
+		{"descendants().where($index > 1000).first()", true},
+		// descendants() is gathered whole, as its order is
+		// breadth first; the steps after it take no steps.
+		{"descendants().ofType(Reference).first()", false},
+		{"entry.resource.where($index = 163).id.first()", false},
+		{"entry.resource.where($index = 164).id.first()", false},
+		{"entry.resource.ofType(Patient).name.where(use = 'nosuch').given.first()", false},
+	} {
+		b1, b2 := 1<<40, 1<<40
+		parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
+		MustCompile(c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
+		if c.fewer && b2 <= b1 || !c.fewer && b1 != b2 {
+			t.Errorf("%s: chain took %d steps, step by step %d", c.expr, 1<<40-b2, 1<<40-b1)
+		}
+	}
+	// Limits that only the items after the first would exceed: step by
+	// step fails, the chain gives the first item.
+	for _, c := range []struct {
+		expr   string
+		limits Limits
+	}{
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxItems: 50}},
+		{"entry.resource.ofType(Observation).where(code.coding.code.exists()).id.first()", Limits{MaxSteps: 500}},
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxSteps: 20}},
+	} {
+		env := &Env{Limits: c.limits}
+		if _, err := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env); !sameLimitError(err, evalErr(ErrLimit, 0, "")) {
+			t.Errorf("%s with %+v: step by step %v, want a limit error", c.expr, c.limits, err)
+		}
+		want, _ := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, nil)
+		got, err := MustCompile(c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
+		if err != nil || len(want) != 1 {
+			t.Errorf("%s with %+v: %v (%d items without limits)", c.expr, c.limits, err, len(want))
+		} else if d := sameItems(got, want); d != "" {
+			t.Errorf("%s with %+v: chain %s", c.expr, c.limits, d)
 		}
 	}
 	// Limits: the same errors, or none.
@@ -163,6 +229,10 @@ func TestChains(t *testing.T) {
 		{"entry.resource.ofType(Observation).code.coding", Limits{MaxItems: 100000}},
 		{"entry.resource.exists(id = 'nosuch')", Limits{MaxSteps: 400}},
 		{"entry.resource.exists(id = 'nosuch')", Limits{MaxSteps: 4000}},
+		{"descendants().ofType(Reference).first()", Limits{MaxItems: 100}},
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxSteps: 10}},
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxItems: 100000}},
+		{"entry.resource.where($index = 163).id.first()", Limits{MaxSteps: 400}},
 	} {
 		env := &Env{Limits: c.limits}
 		_, err1 := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
