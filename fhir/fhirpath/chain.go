@@ -1,6 +1,8 @@
 package fhirpath
 
 import (
+	"errors"
+
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
@@ -27,6 +29,12 @@ type chain struct {
 	// step: that step and the ending are one node of the expression.
 	critTerm bool
 	at       int // offset of the chain's last node
+	// walkIs is set for descendants().ofType(T) ended by count(),
+	// exists() or empty(), where T is a complex type whose items are
+	// those of one Go type: it tells them from what r4.Walk visits, so
+	// that the descendants of a resource are walked without making
+	// nodes (see walkDescendants).
+	walkIs func(any) bool
 }
 
 // maxChain is the most steps a chain has; longer paths are evaluated step
@@ -105,6 +113,9 @@ func chainOf(n node) *chain {
 			c.base, c.steps = chainSteps(x.target)
 			if len(c.steps) == 0 || len(c.steps) > maxChain {
 				return nil
+			}
+			if len(c.steps) == 2 && c.steps[0].kind == stepDescendants && c.steps[1].kind == stepOfType && !c.keeps() && c.steps[1].ts.ns != "System" {
+				c.walkIs = walkTypes[c.steps[1].ts.name]
 			}
 			return c
 		}
@@ -342,6 +353,9 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		}
 		return e.chainNode(r, n, boxed, i+1)
 	case stepDescendants:
+		if res, ok := n.Value.(r4.Resource); ok && r.c.walkIs != nil {
+			return e.walkDescendants(r, res, i)
+		}
 		return e.chainDescendants(r, n, i)
 	case stepWhere:
 		if boxed == nil {
@@ -532,4 +546,87 @@ func hasIDOrURL(n *Node, name string) bool {
 		return *idp != ""
 	}
 	return false
+}
+
+// walkTypes tells, for the complex types ofType() after descendants() is
+// walked for (see walkDescendants), the items of the type by their Go
+// type: an element is of one of these FHIR types exactly when it is of
+// the Go type, since they have no specialisations, no other FHIR type
+// shares their Go type, and no id or url (a string, as a node) is one.
+var walkTypes = map[string]func(any) bool{
+	"Reference":       func(x any) bool { _, ok := x.(*r4.Reference); return ok },
+	"Coding":          func(x any) bool { _, ok := x.(*r4.Coding); return ok },
+	"CodeableConcept": func(x any) bool { _, ok := x.(*r4.CodeableConcept); return ok },
+	"Identifier":      func(x any) bool { _, ok := x.(*r4.Identifier); return ok },
+	"Extension":       func(x any) bool { _, ok := x.(*r4.Extension); return ok },
+	"HumanName":       func(x any) bool { _, ok := x.(*r4.HumanName); return ok },
+	"Period":          func(x any) bool { _, ok := x.(*r4.Period); return ok },
+	"Meta":            func(x any) bool { _, ok := x.(*r4.Meta); return ok },
+}
+
+// errChainDone stops walkDescendants' walk when the chain knows its
+// answer.
+var errChainDone = errors.New("fhirpath: chain done")
+
+// walkDescendants is chainDescendants for descendants().ofType(T) and an
+// ending that only counts (r.c.walkIs is set), over the resource root:
+// r4.Walk visits every element under it, and each is told to be of T by
+// its Go type, with no node made. It counts the steps and items that
+// chainDescendants counts: one for each element visited but root, and
+// for each id (of a resource or an element) and each Extension.url,
+// which Walk does not visit; with SkipEmpty an element without content
+// is skipped with all under it, as in chainDescendants. The order of the
+// visits is depth first, which the ending does not see.
+func (e *evaluator) walkDescendants(r *chainRun, root r4.Resource, i int) error {
+	at := r.c.steps[i].at
+	is := r.c.walkIs
+	top := true
+	err := r4.Walk(root, func(_ *r4.Path, x any) error {
+		if !top {
+			if e.skipEmpty && !hasContent(x, 0) {
+				return r4.SkipChildren
+			}
+			if err := e.step(1, at); err != nil {
+				return err
+			}
+			if err := e.grow(r, i); err != nil {
+				return err
+			}
+			if is(x) {
+				if err := e.grow(r, i+1); err != nil {
+					return err
+				}
+				if e.emit(r, nil); r.done {
+					return errChainDone
+				}
+			}
+		}
+		top = false
+		// The element's id and an Extension's url are its children
+		// too; they are not of T.
+		ids := 0
+		if res, ok := x.(r4.Resource); ok {
+			if res.ResourceID() != "" {
+				ids++
+			}
+		} else if idp, _ := r4.ElementOf(x); idp != nil && *idp != "" {
+			ids++
+		}
+		if ext, ok := x.(*r4.Extension); ok && ext.URL != "" {
+			ids++
+		}
+		for ; ids > 0; ids-- {
+			if err := e.step(1, at); err != nil {
+				return err
+			}
+			if err := e.grow(r, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == errChainDone {
+		return nil
+	}
+	return err
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -374,6 +376,95 @@ func TestStepEqualsString(t *testing.T) {
 	for _, name := range []string{"system", "code", "use", "status", "display", "family"} {
 		if checked[name] == 0 {
 			t.Errorf("%s: never equal: not a useful case", name)
+		}
+	}
+}
+
+// TestWalkDescendants checks descendants().ofType(T).count(), exists()
+// and empty(), which walk the descendants of a resource with r4.Walk
+// (walkDescendants), against step-by-step evaluation on the official R4
+// examples and the Synthea bundle, with and without SkipEmpty: the same
+// results and the same steps, for every T the walk is taken for.
+func TestWalkDescendants(t *testing.T) {
+	_, bundle := loadSynthea(t)
+	files, _ := filepath.Glob(filepath.Join(repoRoot(t), ".fhir-defs", "package", "*.json"))
+	if len(files) == 0 {
+		t.Skip("official R4 examples not present: run scripts/fetch-fhir-defs.sh")
+	}
+	inputs := []r4.Resource{bundle}
+	for i, f := range files {
+		// One in five (the StructureDefinitions, large and alike, one
+		// in fifty), for time.
+		if i%5 != 0 || strings.HasPrefix(filepath.Base(f), "StructureDefinition-") && i%50 != 0 {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := r4.Unmarshal(data); err == nil {
+			inputs = append(inputs, r)
+		}
+	}
+	type pair struct{ fused, plain *Expression }
+	var exprs []pair
+	for name := range walkTypes {
+		ends := []string{"count()"}
+		if name == "Reference" || name == "Extension" {
+			ends = append(ends, "exists()", "empty()")
+		}
+		for _, end := range ends {
+			expr := "descendants().ofType(" + name + ")." + end
+			fused, err := Parse(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := fused.root.(*callNode); !ok || c.fused == nil || c.fused.walkIs == nil {
+				t.Fatalf("%s: not walked", expr)
+			}
+			exprs = append(exprs, pair{fused, parseUnfused(t, expr)})
+		}
+	}
+	found := map[string]int{}
+	ctx := context.Background()
+	for _, r := range inputs {
+		in := Collection{NodeOf(r)}
+		for _, x := range exprs {
+			for _, skip := range []bool{false, true} {
+				b1, b2 := 1<<40, 1<<40
+				want, err1 := x.plain.Evaluate(ctx, in, &Env{SkipEmpty: skip, Limits: Limits{Budget: &b1}})
+				got, err2 := x.fused.Evaluate(ctx, in, &Env{SkipEmpty: skip, Limits: Limits{Budget: &b2}})
+				if err1 != nil || err2 != nil {
+					t.Fatalf("%s on %s/%s: step by step %v, walked %v", x.fused.src, r.ResourceType(), r.ResourceID(), err1, err2)
+				}
+				if d := sameItems(got, want); d != "" {
+					t.Fatalf("%s on %s/%s (SkipEmpty %v): walked %s", x.fused.src, r.ResourceType(), r.ResourceID(), skip, d)
+				}
+				stops := !strings.HasSuffix(x.fused.src, "count()")
+				if stops && b2 < b1 || !stops && b1 != b2 {
+					t.Fatalf("%s on %s/%s: walked took %d steps, step by step %d", x.fused.src, r.ResourceType(), r.ResourceID(), 1<<40-b2, 1<<40-b1)
+				}
+				if n, ok := want[0].(Integer); ok {
+					found[x.fused.src] += int(n)
+				}
+			}
+		}
+	}
+	for name := range walkTypes {
+		if expr := "descendants().ofType(" + name + ").count()"; found[expr] == 0 {
+			t.Errorf("%s: always 0: not a useful case", expr)
+		}
+	}
+	t.Logf("%d resources", len(inputs))
+	// Limits: the same errors, or none (count() takes every step).
+	for _, limits := range []Limits{{MaxItems: 100}, {MaxItems: 3000}, {MaxSteps: 1000}, {MaxSteps: 20000}} {
+		for _, expr := range []string{"descendants().ofType(Reference).count()", "descendants().ofType(Extension).count()"} {
+			env := &Env{Limits: limits}
+			_, err1 := parseUnfused(t, expr).Evaluate(ctx, Collection{NodeOf(bundle)}, env)
+			_, err2 := MustCompile(expr).Evaluate(ctx, Collection{NodeOf(bundle)}, env)
+			if !sameLimitError(err1, err2) {
+				t.Errorf("%s with %+v: step by step %v, walked %v", expr, limits, err1, err2)
+			}
 		}
 	}
 }
