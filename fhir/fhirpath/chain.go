@@ -604,12 +604,14 @@ func (e *evaluator) walkDescendants(r *chainRun, root r4.Resource, i int) error 
 		top = false
 		// The element's id and an Extension's url are its children
 		// too; they are not of T.
+		// Most are elements: ElementOf is asked first, and gives nil
+		// for a resource.
 		ids := 0
-		if res, ok := x.(r4.Resource); ok {
-			if res.ResourceID() != "" {
+		if idp, _ := r4.ElementOf(x); idp != nil {
+			if *idp != "" {
 				ids++
 			}
-		} else if idp, _ := r4.ElementOf(x); idp != nil && *idp != "" {
+		} else if res, ok := x.(r4.Resource); ok && res.ResourceID() != "" {
 			ids++
 		}
 		if ext, ok := x.(*r4.Extension); ok && ext.URL != "" {
