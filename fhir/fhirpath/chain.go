@@ -577,7 +577,13 @@ var errChainDone = errors.New("fhirpath: chain done")
 // which Walk does not visit; with SkipEmpty an element without content
 // is skipped with all under it, as in chainDescendants. The order of the
 // visits is depth first, which the ending does not see.
-func (e *evaluator) walkDescendants(r *chainRun, root r4.Resource, i int) error {
+func (e *evaluator) walkDescendants(run *chainRun, root r4.Resource, i int) error {
+	// The callback works on a copy of the run, given back at the end:
+	// were it to capture run, every chainRun, a local of evalChain,
+	// would be moved to the heap, which costs all chains.
+	r := new(chainRun)
+	*r = *run
+	defer func() { *run = *r }()
 	at := r.c.steps[i].at
 	is := r.c.walkIs
 	top := true
