@@ -578,63 +578,84 @@ var errChainDone = errors.New("fhirpath: chain done")
 // is skipped with all under it, as in chainDescendants. The order of the
 // visits is depth first, which the ending does not see.
 func (e *evaluator) walkDescendants(run *chainRun, root r4.Resource, i int) error {
-	// The callback works on a copy of the run, given back at the end:
-	// were it to capture run, every chainRun, a local of evalChain,
-	// would be moved to the heap, which costs all chains.
-	r := new(chainRun)
-	*r = *run
-	defer func() { *run = *r }()
-	at := r.c.steps[i].at
-	is := r.c.walkIs
-	top := true
-	err := r4.Walk(root, func(_ *r4.Path, x any) error {
-		if !top {
-			if e.skipEmpty && !hasContent(x, 0) {
-				return r4.SkipChildren
-			}
-			if err := e.step(1, at); err != nil {
-				return err
-			}
-			if err := e.grow(r, i); err != nil {
-				return err
-			}
-			if is(x) {
-				if err := e.grow(r, i+1); err != nil {
-					return err
-				}
-				if e.emit(r, nil); r.done {
-					return errChainDone
-				}
-			}
-		}
-		top = false
-		// The element's id and an Extension's url are its children
-		// too; they are not of T.
-		// Most are elements: ElementOf is asked first, and gives nil
-		// for a resource.
-		ids := 0
-		if idp, _ := r4.ElementOf(x); idp != nil {
-			if *idp != "" {
-				ids++
-			}
-		} else if res, ok := x.(r4.Resource); ok && res.ResourceID() != "" {
-			ids++
-		}
-		if ext, ok := x.(*r4.Extension); ok && ext.URL != "" {
-			ids++
-		}
-		for ; ids > 0; ids-- {
-			if err := e.step(1, at); err != nil {
-				return err
-			}
-			if err := e.grow(r, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	// The walk's state and callback are the evaluator's, made once:
+	// a walk does not nest (its callback evaluates nothing). It works
+	// on a copy of the run, given back at the end: were the callback to
+	// capture run, every chainRun, a local of evalChain, would be moved
+	// to the heap, which costs all chains.
+	w := e.walk
+	if w == nil {
+		w = &descWalk{e: e}
+		w.fn = w.visit
+		e.walk = w
+	}
+	w.r, w.i, w.at, w.is, w.top = *run, i, run.c.steps[i].at, run.c.walkIs, true
+	err := r4.Walk(root, w.fn)
+	*run = w.r
+	w.r, w.is = chainRun{}, nil // keep nothing of this evaluation
 	if err == errChainDone {
 		return nil
 	}
 	return err
+}
+
+// descWalk is the state of walkDescendants: the run it counts in, the
+// step of descendants() and its offset, T's test, whether the walk is at its root,
+// and visit as a WalkFunc.
+type descWalk struct {
+	e   *evaluator
+	r   chainRun
+	i   int
+	at  int
+	is  func(any) bool
+	top bool
+	fn  r4.WalkFunc
+}
+
+// visit is walkDescendants' callback for the element x.
+func (w *descWalk) visit(_ *r4.Path, x any) error {
+	e, r, i, at := w.e, &w.r, w.i, w.at
+	if !w.top {
+		if e.skipEmpty && !hasContent(x, 0) {
+			return r4.SkipChildren
+		}
+		if err := e.step(1, at); err != nil {
+			return err
+		}
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+		if w.is(x) {
+			if err := e.grow(r, i+1); err != nil {
+				return err
+			}
+			if e.emit(r, nil); r.done {
+				return errChainDone
+			}
+		}
+	}
+	w.top = false
+	// The element's id and an Extension's url are its children too;
+	// they are not of T. Most are elements: ElementOf is asked first,
+	// and gives nil for a resource.
+	ids := 0
+	if idp, _ := r4.ElementOf(x); idp != nil {
+		if *idp != "" {
+			ids++
+		}
+	} else if res, ok := x.(r4.Resource); ok && res.ResourceID() != "" {
+		ids++
+	}
+	if ext, ok := x.(*r4.Extension); ok && ext.URL != "" {
+		ids++
+	}
+	for ; ids > 0; ids-- {
+		if err := e.step(1, at); err != nil {
+			return err
+		}
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
