@@ -1,6 +1,8 @@
 package fhirpath
 
 import (
+	"errors"
+
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
@@ -8,21 +10,31 @@ import (
 // A chain is a path fused for evaluation item by item: navigation steps
 // (name), type filters (ofType(T), as(T)), where(criteria) and, as the
 // first step, descendants(), optionally ended by count(), exists(),
-// exists(criteria) or empty(). Each
-// step is a flat map over its input, so taking every item through all the
-// steps in turn gives the items, in the order, of evaluating step after
-// step; but the items between the steps are neither boxed nor gathered
-// into collections, and with count(), exists() or empty() the result's
-// items are not either. Steps and MaxItems are counted as step-by-step
-// evaluation counts them.
+// exists(criteria), empty() or first(). Each step is a flat map over its
+// input, so taking every item through all the steps in turn gives the
+// items, in the order, of evaluating step after step; but the items
+// between the steps are neither boxed nor gathered into collections, and
+// with count(), exists() or empty() the result's items are not either.
+// Steps and MaxItems are counted as step-by-step evaluation counts them,
+// up to where the chain stops: exists(), exists(criteria), empty() and
+// first() stop at the first item that comes through every step, so errors
+// (limits included) that only the items after it would raise are not
+// raised, and the steps they would take are not counted (see the package
+// doc).
 type chain struct {
 	base  node // evaluated as usual for the input; nil means $this
 	steps []chainStep
-	term  string // "", "count", "exists" or "empty"
+	term  string // "", "count", "exists", "empty" or "first"
 	// critTerm is set for exists(criteria), whose criteria are the last
 	// step: that step and the ending are one node of the expression.
 	critTerm bool
 	at       int // offset of the chain's last node
+	// walkIs is set for descendants().ofType(T) ended by count(),
+	// exists() or empty(), where T is a complex type whose items are
+	// those of one Go type: it tells them from what r4.Walk visits, so
+	// that the descendants of a resource are walked without making
+	// nodes (see walkDescendants).
+	walkIs func(any) bool
 }
 
 // maxChain is the most steps a chain has; longer paths are evaluated step
@@ -96,11 +108,14 @@ func chainOf(n node) *chain {
 	}
 	if x, ok := n.(*callNode); ok && len(x.args) == 0 && x.target != nil {
 		switch x.name {
-		case "count", "exists", "empty":
+		case "count", "exists", "empty", "first":
 			c.term = x.name
 			c.base, c.steps = chainSteps(x.target)
 			if len(c.steps) == 0 || len(c.steps) > maxChain {
 				return nil
+			}
+			if len(c.steps) == 2 && c.steps[0].kind == stepDescendants && c.steps[1].kind == stepOfType && !c.keeps() && c.steps[1].ts.ns != "System" {
+				c.walkIs = walkTypes[c.steps[1].ts.name]
 			}
 			return c
 		}
@@ -184,9 +199,10 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 	}
 	r := chainRun{c: c, sc: sc}
 	first := 0
-	if c.steps[0].kind == stepDescendants && c.term == "" {
+	if c.steps[0].kind == stepDescendants && c.keeps() {
 		// The items of descendants() are in breadth-first order over
-		// the whole input: gather them as the function does.
+		// the whole input: gather them as the function does (the
+		// order matters for the items kept).
 		var err error
 		if in, err = e.descendants(in, c.steps[0].at); err != nil {
 			return nil, err
@@ -217,6 +233,11 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 	return r.out, e.checkSize(r.out, c.at)
 }
 
+// keeps reports whether the chain's result holds the items that come
+// through its steps (no ending, or first()), rather than an answer about
+// them.
+func (c *chain) keeps() bool { return c.term == "" || c.term == "first" }
+
 // grow counts an item made by step i against MaxItems.
 func (e *evaluator) grow(r *chainRun, i int) error {
 	r.sizes[i]++
@@ -228,11 +249,12 @@ func (e *evaluator) grow(r *chainRun, i int) error {
 
 // emit takes an item that went through every step.
 func (e *evaluator) emit(r *chainRun, v Value) {
-	if r.c.term == "" {
+	if r.c.keeps() {
 		if r.out == nil {
 			r.out = e.coll(4)
 		}
 		r.out = append(r.out, v)
+		r.done = r.c.term == "first"
 		return
 	}
 	r.n++
@@ -310,17 +332,14 @@ func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
 // is, where n is copied into a box.
 func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 	if i == len(r.c.steps) {
-		if r.c.term == "" {
-			if boxed == nil {
-				boxed = e.box(*n)
-			}
-			if r.out == nil {
-				r.out = e.coll(4)
-			}
-			r.out = append(r.out, boxed)
+		if !r.c.keeps() {
+			e.emit(r, nil)
 			return nil
 		}
-		e.emit(r, nil)
+		if boxed == nil {
+			boxed = e.box(*n)
+		}
+		e.emit(r, boxed)
 		return nil
 	}
 	s := &r.c.steps[i]
@@ -334,6 +353,9 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		}
 		return e.chainNode(r, n, boxed, i+1)
 	case stepDescendants:
+		if res, ok := n.Value.(r4.Resource); ok && r.c.walkIs != nil {
+			return e.walkDescendants(r, res, i)
+		}
 		return e.chainDescendants(r, n, i)
 	case stepWhere:
 		if boxed == nil {
@@ -345,7 +367,7 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		return e.chainNode(r, n, boxed, i+1)
 	}
 	if s.name == "id" || s.name == "url" {
-		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && r.c.term != "" && (s.name == "id" || isExt) {
+		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && !r.c.keeps() && (s.name == "id" || isExt) {
 			// Only counted: the id or url need not be made a node.
 			if hasIDOrURL(n, s.name) {
 				if err := e.step(1, s.at); err != nil {
@@ -524,4 +546,116 @@ func hasIDOrURL(n *Node, name string) bool {
 		return *idp != ""
 	}
 	return false
+}
+
+// walkTypes tells, for the complex types ofType() after descendants() is
+// walked for (see walkDescendants), the items of the type by their Go
+// type: an element is of one of these FHIR types exactly when it is of
+// the Go type, since they have no specialisations, no other FHIR type
+// shares their Go type, and no id or url (a string, as a node) is one.
+var walkTypes = map[string]func(any) bool{
+	"Reference":       func(x any) bool { _, ok := x.(*r4.Reference); return ok },
+	"Coding":          func(x any) bool { _, ok := x.(*r4.Coding); return ok },
+	"CodeableConcept": func(x any) bool { _, ok := x.(*r4.CodeableConcept); return ok },
+	"Identifier":      func(x any) bool { _, ok := x.(*r4.Identifier); return ok },
+	"Extension":       func(x any) bool { _, ok := x.(*r4.Extension); return ok },
+	"HumanName":       func(x any) bool { _, ok := x.(*r4.HumanName); return ok },
+	"Period":          func(x any) bool { _, ok := x.(*r4.Period); return ok },
+	"Meta":            func(x any) bool { _, ok := x.(*r4.Meta); return ok },
+}
+
+// errChainDone stops walkDescendants' walk when the chain knows its
+// answer.
+var errChainDone = errors.New("fhirpath: chain done")
+
+// walkDescendants is chainDescendants for descendants().ofType(T) and an
+// ending that only counts (r.c.walkIs is set), over the resource root:
+// r4.Walk visits every element under it, and each is told to be of T by
+// its Go type, with no node made. It counts the steps and items that
+// chainDescendants counts: one for each element visited but root, and
+// for each id (of a resource or an element) and each Extension.url,
+// which Walk does not visit; with SkipEmpty an element without content
+// is skipped with all under it, as in chainDescendants. The order of the
+// visits is depth first, which the ending does not see.
+func (e *evaluator) walkDescendants(run *chainRun, root r4.Resource, i int) error {
+	// The walk's state and callback are the evaluator's, made once:
+	// a walk does not nest (its callback evaluates nothing). It works
+	// on a copy of the run, given back at the end: were the callback to
+	// capture run, every chainRun, a local of evalChain, would be moved
+	// to the heap, which costs all chains.
+	w := e.walk
+	if w == nil {
+		w = &descWalk{e: e}
+		w.fn = w.visit
+		e.walk = w
+	}
+	w.r, w.i, w.at, w.is, w.top = *run, i, run.c.steps[i].at, run.c.walkIs, true
+	err := r4.Walk(root, w.fn)
+	*run = w.r
+	w.r, w.is = chainRun{}, nil // keep nothing of this evaluation
+	if err == errChainDone {
+		return nil
+	}
+	return err
+}
+
+// descWalk is the state of walkDescendants: the run it counts in, the
+// step of descendants() and its offset, T's test, whether the walk is at its root,
+// and visit as a WalkFunc.
+type descWalk struct {
+	e   *evaluator
+	r   chainRun
+	i   int
+	at  int
+	is  func(any) bool
+	top bool
+	fn  r4.WalkFunc
+}
+
+// visit is walkDescendants' callback for the element x.
+func (w *descWalk) visit(_ *r4.Path, x any) error {
+	e, r, i, at := w.e, &w.r, w.i, w.at
+	if !w.top {
+		if e.skipEmpty && !hasContent(x, 0) {
+			return r4.SkipChildren
+		}
+		if err := e.step(1, at); err != nil {
+			return err
+		}
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+		if w.is(x) {
+			if err := e.grow(r, i+1); err != nil {
+				return err
+			}
+			if e.emit(r, nil); r.done {
+				return errChainDone
+			}
+		}
+	}
+	w.top = false
+	// The element's id and an Extension's url are its children too;
+	// they are not of T. Most are elements: ElementOf is asked first,
+	// and gives nil for a resource.
+	ids := 0
+	if idp, _ := r4.ElementOf(x); idp != nil {
+		if *idp != "" {
+			ids++
+		}
+	} else if res, ok := x.(r4.Resource); ok && res.ResourceID() != "" {
+		ids++
+	}
+	if ext, ok := x.(*r4.Extension); ok && ext.URL != "" {
+		ids++
+	}
+	for ; ids > 0; ids-- {
+		if err := e.step(1, at); err != nil {
+			return err
+		}
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,6 +120,27 @@ func TestChains(t *testing.T) {
 		"entry.resource.exists($index = 164)",
 		"entry.resource.ofType(Observation).where(code.coding.exists(code = '29463-7' and $index = 0)).id",
 		"descendants().exists($this is Reference)",
+		"entry.resource.ofType(Patient).name.where(use = 'official').given.first()",
+		"entry.resource.ofType(Patient).name.where(use = 'nosuch').given.first()",
+		"entry.resource.ofType(Claim).first()",
+		"entry.resource.first()",
+		"entry.first()",
+		"entry.resource.id.first()",
+		"entry.resource.where($index > 150).id.first()",
+		"entry.resource.where($index = 163).id.first()",
+		"entry.resource.where($index = 164).id.first()",
+		"entry.resource.ofType(Patient).extension.url.first()",
+		"entry.resource.ofType(Patient).extension.extension.url.first()",
+		"entry.resource.ofType(Observation).value.ofType(Quantity).value.first()",
+		"entry.resource.ofType(Observation).code.coding.where(code = '29463-7').first()",
+		"entry.resource.type().name.first()",
+		"descendants().first()",
+		"descendants().ofType(Reference).first()",
+		"descendants().ofType(Reference).reference.first()",
+		"descendants().id.first()",
+		"descendants().url.first()",
+		"descendants().where($index > 1000).first()",
+		"entry.resource.descendants().ofType(Coding).first()",
 	}
 	for _, expr := range exprs {
 		fused, err := Parse(expr)
@@ -139,14 +162,59 @@ func TestChains(t *testing.T) {
 				t.Errorf("%s: chain %s", expr, d)
 			}
 		}
-		// The same steps, but where exists() or empty() stops early.
-		if !strings.HasSuffix(expr, "exists()") && !strings.HasSuffix(expr, "empty()") && !strings.Contains(expr, ".exists(") {
-			b1, b2 := 1<<40, 1<<40
-			plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
-			fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
-			if b1 != b2 {
-				t.Errorf("%s: chain took %d steps, step by step %d", expr, 1<<40-b2, 1<<40-b1)
-			}
+		// The same steps, but where exists(), empty() or first() stops
+		// early: then no more.
+		b1, b2 := 1<<40, 1<<40
+		plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
+		fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
+		stops := strings.HasSuffix(expr, "exists()") || strings.HasSuffix(expr, "empty()") || strings.Contains(expr, ".exists(") || strings.Contains(expr, ".first()")
+		if stops && b2 < b1 || !stops && b1 != b2 {
+			t.Errorf("%s: chain took %d steps, step by step %d", expr, 1<<40-b2, 1<<40-b1)
+		}
+	}
+	// first() stops at the first item; when that is the last one, or
+	// there is none, it takes every step.
+	for _, c := range []struct {
+		expr  string
+		fewer bool
+	}{
+		{"entry.resource.ofType(Patient).name.where(use = 'official').given.first()", true},
+		{"entry.resource.id.first()", true},
+		{"descendants().where($index > 1000).first()", true},
+		// descendants() is gathered whole, as its order is
+		// breadth first; the steps after it take no steps.
+		{"descendants().ofType(Reference).first()", false},
+		{"entry.resource.where($index = 163).id.first()", false},
+		{"entry.resource.where($index = 164).id.first()", false},
+		{"entry.resource.ofType(Patient).name.where(use = 'nosuch').given.first()", false},
+	} {
+		b1, b2 := 1<<40, 1<<40
+		parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
+		MustCompile(c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
+		if c.fewer && b2 <= b1 || !c.fewer && b1 != b2 {
+			t.Errorf("%s: chain took %d steps, step by step %d", c.expr, 1<<40-b2, 1<<40-b1)
+		}
+	}
+	// Limits that only the items after the first would exceed: step by
+	// step fails, the chain gives the first item.
+	for _, c := range []struct {
+		expr   string
+		limits Limits
+	}{
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxItems: 50}},
+		{"entry.resource.ofType(Observation).where(code.coding.code.exists()).id.first()", Limits{MaxSteps: 500}},
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxSteps: 20}},
+	} {
+		env := &Env{Limits: c.limits}
+		if _, err := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env); !sameLimitError(err, evalErr(ErrLimit, 0, "")) {
+			t.Errorf("%s with %+v: step by step %v, want a limit error", c.expr, c.limits, err)
+		}
+		want, _ := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, nil)
+		got, err := MustCompile(c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
+		if err != nil || len(want) != 1 {
+			t.Errorf("%s with %+v: %v (%d items without limits)", c.expr, c.limits, err, len(want))
+		} else if d := sameItems(got, want); d != "" {
+			t.Errorf("%s with %+v: chain %s", c.expr, c.limits, d)
 		}
 	}
 	// Limits: the same errors, or none.
@@ -163,6 +231,10 @@ func TestChains(t *testing.T) {
 		{"entry.resource.ofType(Observation).code.coding", Limits{MaxItems: 100000}},
 		{"entry.resource.exists(id = 'nosuch')", Limits{MaxSteps: 400}},
 		{"entry.resource.exists(id = 'nosuch')", Limits{MaxSteps: 4000}},
+		{"descendants().ofType(Reference).first()", Limits{MaxItems: 100}},
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxSteps: 10}},
+		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxItems: 100000}},
+		{"entry.resource.where($index = 163).id.first()", Limits{MaxSteps: 400}},
 	} {
 		env := &Env{Limits: c.limits}
 		_, err1 := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)
@@ -304,6 +376,117 @@ func TestStepEqualsString(t *testing.T) {
 	for _, name := range []string{"system", "code", "use", "status", "display", "family"} {
 		if checked[name] == 0 {
 			t.Errorf("%s: never equal: not a useful case", name)
+		}
+	}
+}
+
+// TestWalkDescendants checks descendants().ofType(T).count(), exists()
+// and empty(), which walk the descendants of a resource with r4.Walk
+// (walkDescendants), against step-by-step evaluation on the official R4
+// examples and the Synthea bundle, with and without SkipEmpty: the same
+// results and the same steps, for every T the walk is taken for.
+func TestWalkDescendants(t *testing.T) {
+	_, bundle := loadSynthea(t)
+	files, _ := filepath.Glob(filepath.Join(repoRoot(t), ".fhir-defs", "package", "*.json"))
+	if len(files) == 0 {
+		t.Skip("official R4 examples not present: run scripts/fetch-fhir-defs.sh")
+	}
+	inputs := []r4.Resource{bundle}
+	for i, f := range files {
+		// One in five (the StructureDefinitions, large and alike, one
+		// in fifty), for time.
+		if i%5 != 0 || strings.HasPrefix(filepath.Base(f), "StructureDefinition-") && i%50 != 0 {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := r4.Unmarshal(data); err == nil {
+			inputs = append(inputs, r)
+		}
+	}
+	type pair struct{ fused, plain *Expression }
+	var exprs []pair
+	for name := range walkTypes {
+		ends := []string{"count()"}
+		if name == "Reference" || name == "Extension" {
+			ends = append(ends, "exists()", "empty()")
+		}
+		for _, end := range ends {
+			expr := "descendants().ofType(" + name + ")." + end
+			fused, err := Parse(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := fused.root.(*callNode); !ok || c.fused == nil || c.fused.walkIs == nil {
+				t.Fatalf("%s: not walked", expr)
+			}
+			exprs = append(exprs, pair{fused, parseUnfused(t, expr)})
+		}
+	}
+	found := map[string]int{}
+	ctx := context.Background()
+	for _, r := range inputs {
+		in := Collection{NodeOf(r)}
+		for _, x := range exprs {
+			for _, skip := range []bool{false, true} {
+				b1, b2 := 1<<40, 1<<40
+				want, err1 := x.plain.Evaluate(ctx, in, &Env{SkipEmpty: skip, Limits: Limits{Budget: &b1}})
+				got, err2 := x.fused.Evaluate(ctx, in, &Env{SkipEmpty: skip, Limits: Limits{Budget: &b2}})
+				if err1 != nil || err2 != nil {
+					t.Fatalf("%s on %s/%s: step by step %v, walked %v", x.fused.src, r.ResourceType(), r.ResourceID(), err1, err2)
+				}
+				if d := sameItems(got, want); d != "" {
+					t.Fatalf("%s on %s/%s (SkipEmpty %v): walked %s", x.fused.src, r.ResourceType(), r.ResourceID(), skip, d)
+				}
+				stops := !strings.HasSuffix(x.fused.src, "count()")
+				if stops && b2 < b1 || !stops && b1 != b2 {
+					t.Fatalf("%s on %s/%s: walked took %d steps, step by step %d", x.fused.src, r.ResourceType(), r.ResourceID(), 1<<40-b2, 1<<40-b1)
+				}
+				if n, ok := want[0].(Integer); ok {
+					found[x.fused.src] += int(n)
+				}
+			}
+		}
+	}
+	for name := range walkTypes {
+		if expr := "descendants().ofType(" + name + ").count()"; found[expr] == 0 {
+			t.Errorf("%s: always 0: not a useful case", expr)
+		}
+	}
+	t.Logf("%d resources", len(inputs))
+	// Limits: the same errors, or none (count() takes every step).
+	for _, limits := range []Limits{{MaxItems: 100}, {MaxItems: 3000}, {MaxSteps: 1000}, {MaxSteps: 20000}} {
+		for _, expr := range []string{"descendants().ofType(Reference).count()", "descendants().ofType(Extension).count()"} {
+			env := &Env{Limits: limits}
+			_, err1 := parseUnfused(t, expr).Evaluate(ctx, Collection{NodeOf(bundle)}, env)
+			_, err2 := MustCompile(expr).Evaluate(ctx, Collection{NodeOf(bundle)}, env)
+			if !sameLimitError(err1, err2) {
+				t.Errorf("%s with %+v: step by step %v, walked %v", expr, limits, err1, err2)
+			}
+		}
+	}
+}
+
+// TestChainAllocs checks that chains allocate nothing of their own once
+// the evaluator is warm: their run state stays on the stack (a callback
+// capturing it, as walkDescendants's could, would move it to the heap for
+// every chain). Each expression evaluates a chain per entry (164), against
+// some tens of allocations per evaluation besides.
+func TestChainAllocs(t *testing.T) {
+	_, bundle := loadSynthea(t)
+	in := Collection{NodeOf(bundle)}
+	ctx := context.Background()
+	for _, expr := range []string{
+		"entry.resource.all(id.exists())",
+		"entry.resource.all(meta.lastUpdated.empty().not())",
+		"entry.resource.where(name.given.exists()).count()",
+	} {
+		x := MustCompile(expr)
+		x.Evaluate(ctx, in, nil)
+		if n := testing.AllocsPerRun(20, func() { x.Evaluate(ctx, in, nil) }); n > 50 {
+			t.Errorf("%s: %v allocations", expr, n)
 		}
 	}
 }

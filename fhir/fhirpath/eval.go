@@ -92,6 +92,7 @@ type evaluator struct {
 	kidStack   [][]r4.Child // chains' child buffers by depth, kept too
 	kidsHeld   []int        // the most each of kidStack held, to clear
 	kidDepth   int          // the depth of kidStack in use (chains nest through where())
+	walk       *descWalk    // walkDescendants' state and callback, kept too
 }
 
 // evaluators recycles evaluators: an evaluation of an invariant on one
@@ -107,7 +108,7 @@ func (e *evaluator) release() {
 		clear(e.kidStack[d][:n])
 	}
 	clear(e.kidsHeld)
-	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], scopes: e.scopes[len(e.scopes):], elems: e.elems, freeScopes: e.freeScopes, kidStack: e.kidStack, kidsHeld: e.kidsHeld}
+	*e = evaluator{nodes: e.nodes[len(e.nodes):], kids: e.kids[:0], ids: e.ids[len(e.ids):], vals: e.vals[len(e.vals):], scopes: e.scopes[len(e.scopes):], elems: e.elems, freeScopes: e.freeScopes, kidStack: e.kidStack, kidsHeld: e.kidsHeld, walk: e.walk}
 	evaluators.Put(e)
 }
 

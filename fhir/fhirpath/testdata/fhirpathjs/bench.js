@@ -1,13 +1,15 @@
 // Times fhirpath.js (npm "fhirpath") on the expressions and bundle of
 // BenchmarkEvaluate, for comparison with the Go engine (see run.sh).
-// Usage: node bench.js BUNDLE.json EXPRESSIONS.json
-// Prints one line per expression: name, ns/op, and the result as JSON.
+// Usage: node bench.js BUNDLE.json EXPRESSIONS.json [ROUNDS]
+// Prints one line per expression: name, ns/op (the fastest of ROUNDS
+// rounds of at least a second each, default 3), and the result as JSON.
 const fs = require('fs');
 const fhirpath = require('fhirpath');
 const r4 = require('fhirpath/fhir-context/r4');
 
 const bundle = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const exprs = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+const rounds = process.argv[4] ? Number(process.argv[4]) : 3;
 for (const { name, expr } of exprs) {
   let fn;
   try {
@@ -23,10 +25,10 @@ for (const { name, expr } of exprs) {
     console.log(`${name}\terror\t${JSON.stringify(String(e.message || e))}`);
     continue;
   }
-  // Three rounds of at least a second each; the fastest counts (the
-  // machine may be shared).
+  // Rounds of at least a second each; the fastest counts (the machine
+  // may be shared).
   let best = Infinity;
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < rounds; round++) {
     let n = 0;
     const start = process.hrtime.bigint();
     let elapsed = 0n;
