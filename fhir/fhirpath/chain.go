@@ -316,11 +316,15 @@ func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
 	if i > r.first {
 		index = r.sizes[i-1] - 1
 	}
+	m := e.markBlocks()
 	res, err := e.lambdaAt(r.inner, s.call, 0, v, index)
 	if err != nil {
 		return false, err
 	}
 	b, ok, err := toBool(res, s.call.args[0].pos())
+	// The criteria's result is read: what it boxed is dead, and the next
+	// item's criteria box into the same room.
+	e.rewindBlocks(m)
 	if err != nil || !ok || !b {
 		return false, err
 	}

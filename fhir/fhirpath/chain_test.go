@@ -141,6 +141,14 @@ func TestChains(t *testing.T) {
 		"descendants().url.first()",
 		"descendants().where($index > 1000).first()",
 		"entry.resource.descendants().ofType(Coding).first()",
+		// Criteria that box many nodes and collections, nested, with
+		// results made after the criteria ran (their room is rewound for
+		// the next item).
+		"entry.resource.where(descendants().ofType(Coding).where(system = 'http://loinc.org').exists()).id",
+		"entry.resource.ofType(Observation).where(code.coding.where(code.exists()).code.count() > 0).code.coding.code",
+		"entry.resource.where(id.exists()).where(meta.exists().not() or id.length() > 3).id",
+		"entry.resource.ofType(Encounter).where(period.start < period.end or period.end.empty()).period.start",
+		"entry.resource.ofType(Patient).name.where(given.where($this.length() > 2).exists()).given",
 	}
 	for _, expr := range exprs {
 		fused, err := Parse(expr)

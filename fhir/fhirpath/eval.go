@@ -112,6 +112,43 @@ func (e *evaluator) release() {
 	evaluators.Put(e)
 }
 
+// blockMark is where the evaluator's node, id and value blocks stood, for
+// rewindBlocks.
+type blockMark struct {
+	nodes []Node
+	ids   []r4.ID
+	vals  []Value
+}
+
+// markBlocks returns where the blocks stand now.
+func (e *evaluator) markBlocks() blockMark {
+	return blockMark{nodes: e.nodes, ids: e.ids, vals: e.vals}
+}
+
+// rewindBlocks gives back what was boxed since m, to be boxed into again.
+// It is only for values nothing refers to any more: a where() criteria's
+// result once read (chainWhere), whose nodes, ids and collections no scope,
+// cache or result keeps. The room given back is cleared, so that it keeps
+// no part of the model alive once the evaluator is back in its pool.
+func (e *evaluator) rewindBlocks(m blockMark) {
+	e.nodes = rewound(e.nodes, m.nodes)
+	e.ids = rewound(e.ids, m.ids)
+	e.vals = rewound(e.vals, m.vals)
+}
+
+// rewound returns block cur rewound to mark: the same block past mark's
+// end or, when cur is a newer block (made after mark, so holding only what
+// is given back), cur from its start; the rest of mark's block is then
+// left unused.
+func rewound[T any](cur, mark []T) []T {
+	if cap(mark) > 0 && cap(cur) > 0 && &cur[:1][0] == &mark[:1][0] {
+		clear(cur[len(mark):])
+		return mark
+	}
+	clear(cur)
+	return cur[:0]
+}
+
 // clock returns the time now() and today() report: Env.Now, or the system
 // clock read once per evaluation, when first needed.
 func (e *evaluator) clock() time.Time {
