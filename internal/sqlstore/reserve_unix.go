@@ -2,13 +2,16 @@
 
 package sqlstore
 
-import "syscall"
+import (
+	"path/filepath"
+	"syscall"
+)
 
 // freeBytes is the room left to an unprivileged writer on the file
 // system holding path.
 func freeBytes(path string) (int64, error) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(dirOf(path), &st); err != nil {
+	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
 		return 0, err
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
