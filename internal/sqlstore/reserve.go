@@ -31,8 +31,7 @@ const maxReserve = 64 << 20
 type reserve struct {
 	path string
 	mu   sync.Mutex
-	gone bool  // released (or never written), to be written again
-	size int64 // the reserve's size, decided when it is first written
+	gone bool // released (or never written), to be written again
 }
 
 func newReserve(dbPath string) *reserve {
@@ -55,13 +54,7 @@ func (r *reserve) ensure() {
 	if err != nil {
 		return
 	}
-	if r.size == 0 {
-		// Decided once: sized from the room left after a release, a
-		// new reserve would always fit and eat the room just given
-		// back before the deletion that needed it runs again.
-		r.size = min(int64(maxReserve), (free+have)/8)
-	}
-	want := r.size
+	want := min(int64(maxReserve), (free+have)/8)
 	if have >= want && have > 0 {
 		r.gone = false
 		return
