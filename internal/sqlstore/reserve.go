@@ -123,6 +123,15 @@ func fillZeros(f *os.File, size int64) error {
 	return nil
 }
 
+func dirOf(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			return path[:i+1]
+		}
+	}
+	return "."
+}
+
 // isDiskFull reports whether err says the disk (or the database's size
 // limit) is full: SQLITE_FULL, or ENOSPC from a write.
 func isDiskFull(err error) bool {

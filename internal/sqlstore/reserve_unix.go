@@ -2,16 +2,13 @@
 
 package sqlstore
 
-import (
-	"path/filepath"
-	"syscall"
-)
+import "syscall"
 
 // freeBytes is the room left to an unprivileged writer on the file
 // system holding path.
 func freeBytes(path string) (int64, error) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
+	if err := syscall.Statfs(dirOf(path), &st); err != nil {
 		return 0, err
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
