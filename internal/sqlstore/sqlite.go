@@ -80,8 +80,6 @@ type SQLite struct {
 	commits atomic.Uint64
 	once    sync.Once
 	cerr    error
-	// reserve is disk room set aside for deletions (reserve.go).
-	reserve *reserve
 }
 
 var _ store.Store = (*SQLite)(nil)
@@ -176,8 +174,6 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	s.ckdb.SetMaxOpenConns(1)
 	s.ckdb.SetConnMaxIdleTime(0)
 	s.w = &writeConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
-	s.reserve = newReserve(abs)
-	s.reserve.ensure() // reserve.go; a disk without room for it is tried again later
 	go s.writer()
 	go s.checkpointer()
 	return s, nil
@@ -394,9 +390,6 @@ func (s *SQLite) checkpointer() {
 		case <-s.quit:
 			return
 		case <-t.C:
-			if s.reserve.missing() {
-				s.reserve.ensure()
-			}
 			// An error (SQLITE_BUSY while a reader holds an old snapshot,
 			// say) only delays the work to a later tick; the data is in
 			// the synced WAL either way.
@@ -865,7 +858,7 @@ func (s *SQLite) DeleteRequest(ctx context.Context, owner, id string) error {
 	if owner == "" || id == "" || len(owner) > store.MaxIDLen || len(id) > store.MaxIDLen {
 		return store.ErrNotFound
 	}
-	return s.freeingWrite(ctx, func(w *writeConn) error {
+	return s.write(ctx, true, func(w *writeConn) error {
 		res, err := w.exec("DELETE FROM requests WHERE id = ? AND owner = ?", id, owner)
 		if err != nil {
 			return fmt.Errorf("store: delete request: %w", err)
@@ -987,7 +980,7 @@ func (s *SQLite) finish(ctx context.Context, id, worker, status, set string, now
 // EraseSealedBefore implements [Store].
 func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
 	var n int64
-	err := s.freeingWrite(ctx, func(w *writeConn) error {
+	err := s.write(ctx, true, func(w *writeConn) error {
 		res, err := w.exec("UPDATE requests SET sealed = NULL, affinity = '' WHERE sealed IS NOT NULL AND created_at < ?",
 			store.StoredTime(t).UnixMicro())
 		if err != nil {
@@ -1008,7 +1001,7 @@ func (s *SQLite) EraseEndedBefore(ctx context.Context, t, now time.Time, limit i
 		return 0, fmt.Errorf("%w: limit %d", store.ErrInvalid, limit)
 	}
 	var n int64
-	err := s.freeingWrite(ctx, func(w *writeConn) error {
+	err := s.write(ctx, true, func(w *writeConn) error {
 		at := store.StoredTime(now).UnixMicro()
 		res, err := w.exec(`UPDATE requests SET input = NULL, input_codec = 0, result = NULL, result_codec = 0,
 			sealed = NULL, erased_at = ?, updated_at = ?
