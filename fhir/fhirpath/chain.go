@@ -57,8 +57,9 @@ type chainStep struct {
 	ts    typeSpec
 	at    int
 	// resourceType is ts.name for ofType() of a resource type, which
-	// only resources of that type pass.
+	// only resources of that type pass, and resourceDef its definition.
 	resourceType string
+	resourceDef  *spec.Type
 	call         *callNode // where()
 }
 
@@ -86,6 +87,15 @@ func fuse(n node) {
 	case *binaryNode:
 		fuse(x.l)
 		fuse(x.r)
+		if x.op == "=" || x.op == "!=" {
+			id, ok := x.l.(*identNode)
+			lit, ok2 := x.r.(*literalNode)
+			if ok && ok2 && id.name != "" && id.name[0] >= 'a' && id.name[0] <= 'z' && id.name != "id" && id.name != "url" {
+				if want, ok := lit.val.(String); ok {
+					x.eqName, x.eqWant = id, string(want)
+				}
+			}
+		}
 	case *typeOpNode:
 		fuse(x.x)
 	}
@@ -150,7 +160,7 @@ func chainSteps(n node) (base node, steps []chainStep) {
 			}
 			s := chainStep{kind: stepOfType, ts: ts, at: x.at}
 			if ts.ns != "System" && r4.IsResourceType(ts.name) {
-				s.resourceType = ts.name
+				s.resourceType, s.resourceDef = ts.name, resourceDef(ts.name)
 			}
 			return base, append(steps, s)
 		case x.name == "where" && len(x.args) == 1 && x.target != nil:
@@ -242,9 +252,14 @@ func (c *chain) keeps() bool { return c.term == "" || c.term == "first" }
 func (e *evaluator) grow(r *chainRun, i int) error {
 	r.sizes[i]++
 	if r.sizes[i] > e.maxItems {
-		return evalErr(ErrLimit, r.c.steps[i].at, "collection of more than %d items", e.maxItems)
+		return e.tooMany(r, i)
 	}
 	return nil
+}
+
+// tooMany is the error of grow when step i made too many items.
+func (e *evaluator) tooMany(r *chainRun, i int) error {
+	return evalErr(ErrLimit, r.c.steps[i].at, "collection of more than %d items", e.maxItems)
 }
 
 // emit takes an item that went through every step.
@@ -362,13 +377,26 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		}
 		return e.chainDescendants(r, n, i)
 	case stepWhere:
-		if boxed == nil {
-			boxed = e.box(*n)
+		// The item is boxed to be the criteria's $this. The box is given
+		// back with the criteria's room when they do not hold, and also
+		// when they do but the chain keeps no item (count(), exists(),
+		// empty()): only the criteria referred to it. Later steps then
+		// box n again if they need to.
+		m := e.markBlocks()
+		b := boxed
+		if b == nil {
+			b = e.box(*n)
 		}
-		if ok, err := e.chainWhere(r, boxed, i); err != nil || !ok {
+		ok, err := e.chainWhere(r, b, i)
+		if err != nil || !ok {
+			e.rewindBlocks(m)
 			return err
 		}
-		return e.chainNode(r, n, boxed, i+1)
+		if boxed == nil && !r.c.keeps() {
+			e.rewindBlocks(m)
+			b = nil
+		}
+		return e.chainNode(r, n, b, i+1)
 	}
 	if s.name == "id" || s.name == "url" {
 		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && !r.c.keeps() && (s.name == "id" || isExt) {
@@ -421,18 +449,24 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		}
 		switch {
 		case l.typed1:
-			kn = Node{Value: k.Node, Type: l.elem.Type, def: l.elemDef}
+			// Field by field: the copy of a whole literal goes through
+			// a temporary.
+			kn.Value, kn.Type, kn.def = k.Node, l.elem.Type, l.elemDef
 		case l.choice:
 			kn = l.typedNode(k.Name, k.Node)
 		default:
-			if res, ok := k.Node.(r4.Resource); ok && i+1 < len(r.c.steps) && r.c.steps[i+1].resourceType != "" {
-				// ofType(Patient) next: a resource of another type
-				// need not be made a node.
-				if err = e.grow(r, i); err == nil && res.ResourceType() == r.c.steps[i+1].resourceType {
-					kn = e.resourceNode(res)
-					err = e.chainNode(r, &kn, nil, i+1)
+			if i+1 < len(r.c.steps) && r.c.steps[i+1].resourceType != "" {
+				if res, ok := k.Node.(r4.Resource); ok {
+					// ofType(Patient) next: a resource of another type
+					// need not be made a node, and one of that type has
+					// the step's definition.
+					next := &r.c.steps[i+1]
+					if err = e.grow(r, i); err == nil && res.ResourceType() == next.resourceType {
+						kn.Value, kn.Type, kn.def = res, next.resourceType, next.resourceDef
+						err = e.chainNode(r, &kn, nil, i+1)
+					}
+					continue
 				}
-				continue
 			}
 			kn = e.childNode(def, k.Name, k.Node)
 		}

@@ -73,6 +73,9 @@ type evaluator struct {
 	env        *Env
 	steps      int
 	maxSteps   int
+	// stepMark is the most steps step counts before it looks at the
+	// limit and the context again (see step).
+	stepMark int
 	maxItems   int
 	now        time.Time
 	input      Collection
@@ -142,7 +145,12 @@ func (e *evaluator) rewindBlocks(m blockMark) {
 // left unused.
 func rewound[T any](cur, mark []T) []T {
 	if cap(mark) > 0 && cap(cur) > 0 && &cur[:1][0] == &mark[:1][0] {
-		clear(cur[len(mark):])
+		// Mostly an item or two: zeroed one by one, which costs less
+		// than clear's call for so few.
+		var zero T
+		for i := len(mark); i < len(cur); i++ {
+			cur[i] = zero
+		}
 		return mark
 	}
 	clear(cur)
@@ -187,16 +195,28 @@ type scope struct {
 	hasTotal bool
 }
 
+// step counts n steps of the evaluation at offset at against MaxSteps,
+// and looks at the context every 4096 steps. The common case, no limit
+// reached and no look due (steps within stepMark), is inlined.
 func (e *evaluator) step(n int, at int) error {
 	e.steps += n
+	if e.steps > e.stepMark {
+		return e.stepLimits(at)
+	}
+	return nil
+}
+
+// stepLimits is step's less common case, once the steps counted pass
+// stepMark: the limit is passed, or the count reached a multiple of 4096.
+// It sets the next mark.
+func (e *evaluator) stepLimits(at int) error {
 	if e.steps > e.maxSteps {
 		return evalErr(ErrLimit, at, "evaluation took more than %d steps", e.maxSteps)
 	}
-	if e.steps&0xfff < n || n > 0xfff {
-		if err := e.ctx.Err(); err != nil {
-			return &EvalError{Class: ErrLimit, Offset: at, Msg: "evaluation stopped", Err: err}
-		}
+	if err := e.ctx.Err(); err != nil {
+		return &EvalError{Class: ErrLimit, Offset: at, Msg: "evaluation stopped", Err: err}
 	}
+	e.stepMark = min(e.maxSteps, e.steps|0xfff)
 	return nil
 }
 
@@ -741,14 +761,12 @@ func containsValue(c Collection, v Value) bool {
 // the child not a string-valued primitive, for the general evaluation.
 // Steps are counted as the general evaluation counts them.
 func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, done bool, err error) {
-	id, ok := n.l.(*identNode)
-	lit, ok2 := n.r.(*literalNode)
-	if !ok || !ok2 || len(sc.this) != 1 || e.skipEmpty {
+	id := n.eqName
+	if id == nil || len(sc.this) != 1 || e.skipEmpty {
 		return nil, false, nil
 	}
-	want, ok := lit.val.(String)
-	nd, ok2 := sc.this[0].(*Node)
-	if !ok || !ok2 || id.name == "" || id.name[0] < 'a' || id.name[0] > 'z' || id.name == "id" || id.name == "url" {
+	nd, ok := sc.this[0].(*Node)
+	if !ok {
 		return nil, false, nil
 	}
 	def := nd.childDef()
@@ -756,13 +774,9 @@ func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, 
 	var kids []r4.Child
 	if !l.none {
 		kids = r4.AppendChildren(e.kids[:0], nd.Value, id.name, l.choice)
-		defer func() {
-			clear(kids)
-			e.kids = kids[:0]
-		}()
 	}
 	var text string
-	has := false
+	has, isStr := false, true
 	if len(kids) == 1 {
 		var kn Node
 		switch {
@@ -773,21 +787,26 @@ func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, 
 		default:
 			kn = e.childNode(def, kids[0].Name, kids[0].Node)
 		}
-		var isStr bool
-		if text, isStr, has = nodeText(&kn); !isStr {
-			return nil, false, nil
-		}
+		text, isStr, has = nodeText(&kn)
+	}
+	nkids := len(kids)
+	if kids != nil {
+		clear(kids)
+		e.kids = kids[:0]
+	}
+	if !isStr {
+		return nil, false, nil
 	}
 	// As eval: the identifier and its items, the literal, then the
 	// operator's items.
-	if err := e.step(2+2*len(kids)+1, n.at); err != nil {
+	if err := e.step(2+2*nkids+1, n.at); err != nil {
 		return nil, true, err
 	}
 	switch {
-	case len(kids) == 0 || len(kids) == 1 && !has:
+	case nkids == 0 || nkids == 1 && !has:
 		return nil, true, nil // empty, or a value unknown
-	case len(kids) > 1:
+	case nkids > 1:
 		return boolColl(n.op == "!="), true, nil
 	}
-	return boolColl((text == string(want)) == (n.op == "=")), true, nil
+	return boolColl((text == n.eqWant) == (n.op == "=")), true, nil
 }

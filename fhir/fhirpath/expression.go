@@ -158,6 +158,7 @@ func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (
 		e.maxSteps = min(e.maxSteps, *b)
 		defer func(e *evaluator) { *b -= min(e.steps, *b) }(e)
 	}
+	e.stepMark = min(e.maxSteps, 0xfff)
 	e.maxItems = env.Limits.MaxItems
 	if e.maxItems <= 0 {
 		e.maxItems = 1_000_000

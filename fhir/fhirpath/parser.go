@@ -55,6 +55,11 @@ type (
 		at   int
 		op   string
 		l, r node
+		// eqName is set by fuse for name = 'text' and name != 'text',
+		// where name is an element name (not id or url): l is then
+		// that identifier and eqWant the text (see stepEqualsString).
+		eqName *identNode
+		eqWant string
 	}
 	// typeOpNode is x is T or x as T.
 	typeOpNode struct {
