@@ -608,11 +608,11 @@ var errChainDone = errors.New("fhirpath: chain done")
 
 // walkDescendants is chainDescendants for descendants().ofType(T) and an
 // ending that only counts (r.c.walkIs is set), over the resource root:
-// r4.Walk visits every element under it, and each is told to be of T by
-// its Go type, with no node made. It counts the steps and items that
+// r4.WalkIDs visits every element under it, and each is told to be of T
+// by its Go type, with no node made. It counts the steps and items that
 // chainDescendants counts: one for each element visited but root, and
-// for each id (of a resource or an element) and each Extension.url,
-// which Walk does not visit; with SkipEmpty an element without content
+// for each id (of a resource or an element, which WalkIDs gives with
+// the element) and each Extension.url, which the walk does not visit; with SkipEmpty an element without content
 // is skipped with all under it, as in chainDescendants. The order of the
 // visits is depth first, which the ending does not see.
 func (e *evaluator) walkDescendants(run *chainRun, root r4.Resource, i int) error {
@@ -628,7 +628,7 @@ func (e *evaluator) walkDescendants(run *chainRun, root r4.Resource, i int) erro
 		e.walk = w
 	}
 	w.r, w.i, w.at, w.is, w.top = *run, i, run.c.steps[i].at, run.c.walkIs, true
-	err := r4.Walk(root, w.fn)
+	err := r4.WalkIDs(root, w.fn)
 	*run = w.r
 	w.r, w.is = chainRun{}, nil // keep nothing of this evaluation
 	if err == errChainDone {
@@ -639,7 +639,7 @@ func (e *evaluator) walkDescendants(run *chainRun, root r4.Resource, i int) erro
 
 // descWalk is the state of walkDescendants: the run it counts in, the
 // step of descendants() and its offset, T's test, whether the walk is at its root,
-// and visit as a WalkFunc.
+// and visit as a WalkIDFunc.
 type descWalk struct {
 	e   *evaluator
 	r   chainRun
@@ -647,11 +647,11 @@ type descWalk struct {
 	at  int
 	is  func(any) bool
 	top bool
-	fn  r4.WalkFunc
+	fn  r4.WalkIDFunc
 }
 
-// visit is walkDescendants' callback for the element x.
-func (w *descWalk) visit(_ *r4.Path, x any) error {
+// visit is walkDescendants' callback for the element x, whose id is id.
+func (w *descWalk) visit(_ *r4.Path, x any, id string) error {
 	e, r, i, at := w.e, &w.r, w.i, w.at
 	if !w.top {
 		if e.skipEmpty && !hasContent(x, 0) {
@@ -674,20 +674,16 @@ func (w *descWalk) visit(_ *r4.Path, x any) error {
 	}
 	w.top = false
 	// The element's id and an Extension's url are its children too;
-	// they are not of T. Most are elements: ElementOf is asked first,
-	// and gives nil for a resource.
-	ids := 0
-	if idp, _ := r4.ElementOf(x); idp != nil {
-		if *idp != "" {
-			ids++
+	// they are not of T.
+	if id != "" {
+		if err := e.step(1, at); err != nil {
+			return err
 		}
-	} else if res, ok := x.(r4.Resource); ok && res.ResourceID() != "" {
-		ids++
+		if err := e.grow(r, i); err != nil {
+			return err
+		}
 	}
 	if ext, ok := x.(*r4.Extension); ok && ext.URL != "" {
-		ids++
-	}
-	for ; ids > 0; ids-- {
 		if err := e.step(1, at); err != nil {
 			return err
 		}

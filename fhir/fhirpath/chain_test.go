@@ -389,7 +389,7 @@ func TestStepEqualsString(t *testing.T) {
 }
 
 // TestWalkDescendants checks descendants().ofType(T).count(), exists()
-// and empty(), which walk the descendants of a resource with r4.Walk
+// and empty(), which walk the descendants of a resource with r4.WalkIDs
 // (walkDescendants), against step-by-step evaluation on the official R4
 // examples and the Synthea bundle, with and without SkipEmpty: the same
 // results and the same steps, for every T the walk is taken for.

@@ -68,14 +68,14 @@ type Env struct {
 
 // evaluator is the state of one evaluation.
 type evaluator struct {
-	ctx        context.Context
-	src        string
-	env        *Env
-	steps      int
-	maxSteps   int
+	ctx      context.Context
+	src      string
+	env      *Env
+	steps    int
+	maxSteps int
 	// stepMark is the most steps step counts before it looks at the
 	// limit and the context again (see step).
-	stepMark int
+	stepMark   int
 	maxItems   int
 	now        time.Time
 	input      Collection

@@ -22,6 +22,7 @@ type Resource interface {
 	encodeMembers(e *encoder)
 	encodeCanonical(e *encoder)
 	walk(w *walker)
+	walkID() string
 	isNil() bool
 	size() int
 }

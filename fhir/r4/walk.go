@@ -26,13 +26,29 @@ type WalkFunc func(path *Path, node any) error
 // If fn returns SkipChildren the element's children are skipped; any other
 // error stops the walk and is returned.
 func Walk(r Resource, fn WalkFunc) error {
+	return walk(r, &walker{fn: fn})
+}
+
+// WalkIDFunc is the function WalkIDs calls for each node: as a WalkFunc,
+// also given the node's id, its element id or, for a resource, its
+// logical id ("" when it has none).
+type WalkIDFunc func(path *Path, node any, id string) error
+
+// WalkIDs is Walk for a caller that wants each node's id too: it visits
+// the same nodes in the same order, and spares fn asking each node for
+// its id through an interface (ElementOf, Resource.ResourceID).
+func WalkIDs(r Resource, fn WalkIDFunc) error {
+	return walk(r, &walker{fnID: fn})
+}
+
+// walk is Walk and WalkIDs with w's callback.
+func walk(r Resource, w *walker) error {
 	if r == nil || r.isNil() {
 		return nil
 	}
-	w := &walker{fn: fn}
 	w.path.Root = r.ResourceType()
 	w.path.segs = make([]PathSegment, 0, 16)
-	err := fn(&w.path, r)
+	err := w.call(r)
 	if err == nil {
 		r.walk(w)
 		err = w.err
@@ -83,7 +99,9 @@ func (p *Path) String() string {
 }
 
 type walker struct {
-	fn   WalkFunc
+	fn WalkFunc
+	// fnID, when set, is called instead of fn (WalkIDs).
+	fnID WalkIDFunc
 	path Path
 	err  error
 	// only, when set, restricts the walk to the children of that JSON
@@ -109,7 +127,20 @@ func (w *walker) wants(name string) bool {
 	return w.choice && len(name) > n && name[n] >= 'A' && name[n] <= 'Z' && name[:n] == w.only
 }
 
-type walkable interface{ walk(w *walker) }
+// walkable is a node of the model: its children are walked with walk,
+// and walkID is its id (the element id, or a resource's logical id).
+type walkable interface {
+	walk(w *walker)
+	walkID() string
+}
+
+// call calls the walk's callback for v at the current path.
+func (w *walker) call(v walkable) error {
+	if w.fnID != nil {
+		return w.fnID(&w.path, v, v.walkID())
+	}
+	return w.fn(&w.path, v)
+}
 
 func (w *walker) visit(name string, i int, v walkable) {
 	if w.collecting {
@@ -117,7 +148,7 @@ func (w *walker) visit(name string, i int, v walkable) {
 		return
 	}
 	w.path.segs = append(w.path.segs, PathSegment{Name: name, Index: i})
-	err := w.fn(&w.path, v)
+	err := w.call(v)
 	switch {
 	case err == nil:
 		v.walk(w)

@@ -221,3 +221,67 @@ func TestWalkReachesEveryPrimitive(t *testing.T) {
 		t.Fatalf("only %d examples checked", checked)
 	}
 }
+
+// TestWalkIDs checks that WalkIDs visits what Walk visits, in the same
+// order and at the same paths, with each node's id: its element id, or a
+// resource's logical id. The bundle has ids on resources (contained too),
+// on a complex element and on a primitive, and nodes without one.
+func TestWalkIDs(t *testing.T) {
+	r := mustDecode(t, `{"resourceType":"Bundle","id":"b","entry":[{"id":"e1","resource":{"resourceType":"Patient","id":"p",
+	  "contained":[{"resourceType":"Practitioner","id":"pr"}],"name":[{"id":"n1","family":"F","_family":{"id":"f1"},"given":["A"]}],
+	  "extension":[{"id":"x1","url":"http://x","valueString":"v"}]}},{"resource":{"resourceType":"Organization","name":"O"}}]}`)
+	type visit struct {
+		path string
+		node any
+		id   string
+	}
+	var want, got []visit
+	if err := r4.Walk(r, func(p *r4.Path, node any) error {
+		id := ""
+		if idp, _ := r4.ElementOf(node); idp != nil {
+			id = *idp
+		} else if res, ok := node.(r4.Resource); ok {
+			id = res.ResourceID()
+		}
+		want = append(want, visit{p.String(), node, id})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r4.WalkIDs(r, func(p *r4.Path, node any, id string) error {
+		got = append(got, visit{p.String(), node, id})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("WalkIDs visited %d nodes, Walk %d", len(got), len(want))
+	}
+	ids := map[string]bool{}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("node %d: WalkIDs gave %+v, want %+v", i, got[i], want[i])
+		}
+		if got[i].id != "" {
+			ids[got[i].id] = true
+		}
+	}
+	for _, id := range []string{"b", "e1", "p", "pr", "n1", "f1", "x1"} {
+		if !ids[id] {
+			t.Errorf("id %q not given", id)
+		}
+	}
+	// SkipChildren and errors as in Walk.
+	stop := errors.New("stop")
+	n := 0
+	err := r4.WalkIDs(r, func(p *r4.Path, node any, id string) error {
+		n++
+		if id == "p" {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || n != 3 {
+		t.Errorf("stopping at the Patient: %v after %d nodes, want stop after 3", err, n)
+	}
+}

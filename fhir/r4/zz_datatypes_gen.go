@@ -125,6 +125,8 @@ func (x *Address) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *Address) walkID() string { return x.ID }
+
 func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -307,6 +309,8 @@ func (x *Age) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
+func (x *Age) walkID() string { return x.ID }
+
 func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -454,6 +458,8 @@ func (x *Annotation) walk(w *walker) {
 	walkOne(w, "time", x.Time)
 	walkOne(w, "text", x.Text)
 }
+
+func (x *Annotation) walkID() string { return x.ID }
 
 func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -638,6 +644,8 @@ func (x *Attachment) walk(w *walker) {
 	walkOne(w, "creation", x.Creation)
 }
 
+func (x *Attachment) walkID() string { return x.ID }
+
 func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -785,6 +793,8 @@ func (x *CodeableConcept) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
+func (x *CodeableConcept) walkID() string { return x.ID }
+
 func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -927,6 +937,8 @@ func (x *Coding) walk(w *walker) {
 	walkOne(w, "userSelected", x.UserSelected)
 }
 
+func (x *Coding) walkID() string { return x.ID }
+
 func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1058,6 +1070,8 @@ func (x *ContactDetail) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkMany(w, "telecom", x.Telecom)
 }
+
+func (x *ContactDetail) walkID() string { return x.ID }
 
 func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1199,6 +1213,8 @@ func (x *ContactPoint) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *ContactPoint) walkID() string { return x.ID }
+
 func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1337,6 +1353,8 @@ func (x *Contributor) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkMany(w, "contact", x.Contact)
 }
+
+func (x *Contributor) walkID() string { return x.ID }
 
 func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1484,6 +1502,8 @@ func (x *Count) walk(w *walker) {
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *Count) walkID() string { return x.ID }
 
 func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1665,6 +1685,8 @@ func (x *DataRequirement) walk(w *walker) {
 	walkMany(w, "sort", x.Sort)
 }
 
+func (x *DataRequirement) walkID() string { return x.ID }
+
 func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1835,6 +1857,8 @@ func (x *DataRequirementCodeFilter) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 }
 
+func (x *DataRequirementCodeFilter) walkID() string { return x.ID }
+
 func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1983,6 +2007,8 @@ func (x *DataRequirementDateFilter) walk(w *walker) {
 	walkOne(w, "valueDuration", x.ValueDuration)
 }
 
+func (x *DataRequirementDateFilter) walkID() string { return x.ID }
+
 func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2122,6 +2148,8 @@ func (x *DataRequirementSort) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 	walkOne(w, "direction", x.Direction)
 }
+
+func (x *DataRequirementSort) walkID() string { return x.ID }
 
 func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2265,6 +2293,8 @@ func (x *Distance) walk(w *walker) {
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *Distance) walkID() string { return x.ID }
 
 func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2482,6 +2512,8 @@ func (x *Dosage) walk(w *walker) {
 	walkOne(w, "maxDosePerLifetime", x.MaxDosePerLifetime)
 }
 
+func (x *Dosage) walkID() string { return x.ID }
+
 func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2682,6 +2714,8 @@ func (x *DosageDoseAndRate) walk(w *walker) {
 	walkOne(w, "rateQuantity", x.RateQuantity)
 }
 
+func (x *DosageDoseAndRate) walkID() string { return x.ID }
+
 func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2853,6 +2887,8 @@ func (x *Duration) walk(w *walker) {
 	walkOne(w, "system", x.System)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *Duration) walkID() string { return x.ID }
 
 func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4348,6 +4384,8 @@ func (x *ElementDefinition) walk(w *walker) {
 	walkMany(w, "mapping", x.Mapping)
 }
 
+func (x *ElementDefinition) walkID() string { return x.ID }
+
 func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -5550,6 +5588,8 @@ func (x *ElementDefinitionSlicing) walk(w *walker) {
 	walkOne(w, "rules", x.Rules)
 }
 
+func (x *ElementDefinitionSlicing) walkID() string { return x.ID }
+
 func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -5678,6 +5718,8 @@ func (x *ElementDefinitionSlicingDiscriminator) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 }
 
+func (x *ElementDefinitionSlicingDiscriminator) walkID() string { return x.ID }
+
 func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -5804,6 +5846,8 @@ func (x *ElementDefinitionBase) walk(w *walker) {
 	walkOne(w, "min", x.Min)
 	walkOne(w, "max", x.Max)
 }
+
+func (x *ElementDefinitionBase) walkID() string { return x.ID }
 
 func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -5952,6 +5996,8 @@ func (x *ElementDefinitionType) walk(w *walker) {
 	walkMany(w, "aggregation", x.Aggregation)
 	walkOne(w, "versioning", x.Versioning)
 }
+
+func (x *ElementDefinitionType) walkID() string { return x.ID }
 
 func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -6417,6 +6463,8 @@ func (x *ElementDefinitionExample) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
+func (x *ElementDefinitionExample) walkID() string { return x.ID }
+
 func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -6845,6 +6893,8 @@ func (x *ElementDefinitionConstraint) walk(w *walker) {
 	walkOne(w, "source", x.Source)
 }
 
+func (x *ElementDefinitionConstraint) walkID() string { return x.ID }
+
 func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -6997,6 +7047,8 @@ func (x *ElementDefinitionBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *ElementDefinitionBinding) walkID() string { return x.ID }
+
 func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -7136,6 +7188,8 @@ func (x *ElementDefinitionMapping) walk(w *walker) {
 	walkOne(w, "map", x.Map)
 	walkOne(w, "comment", x.Comment)
 }
+
+func (x *ElementDefinitionMapping) walkID() string { return x.ID }
 
 func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -7289,6 +7343,8 @@ func (x *Expression) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 	walkOne(w, "reference", x.Reference)
 }
+
+func (x *Expression) walkID() string { return x.ID }
 
 func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -7751,6 +7807,8 @@ func (x *Extension) walk(w *walker) {
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
 
+func (x *Extension) walkID() string { return x.ID }
+
 func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8173,6 +8231,8 @@ func (x *HumanName) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *HumanName) walkID() string { return x.ID }
+
 func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8342,6 +8402,8 @@ func (x *Identifier) walk(w *walker) {
 	walkOne(w, "assigner", x.Assigner)
 }
 
+func (x *Identifier) walkID() string { return x.ID }
+
 func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8499,6 +8561,8 @@ func (x *MarketingStatus) walk(w *walker) {
 	walkOne(w, "dateRange", x.DateRange)
 	walkOne(w, "restoreDate", x.RestoreDate)
 }
+
+func (x *MarketingStatus) walkID() string { return x.ID }
 
 func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -8662,6 +8726,8 @@ func (x *Meta) walk(w *walker) {
 	walkMany(w, "tag", x.Tag)
 }
 
+func (x *Meta) walkID() string { return x.ID }
+
 func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8799,6 +8865,8 @@ func (x *Money) walk(w *walker) {
 	walkOne(w, "currency", x.Currency)
 }
 
+func (x *Money) walkID() string { return x.ID }
+
 func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8917,6 +8985,8 @@ func (x *Narrative) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "div", x.Div)
 }
+
+func (x *Narrative) walkID() string { return x.ID }
 
 func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -9077,6 +9147,8 @@ func (x *ParameterDefinition) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *ParameterDefinition) walkID() string { return x.ID }
+
 func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9221,6 +9293,8 @@ func (x *Period) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
+func (x *Period) walkID() string { return x.ID }
+
 func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9359,6 +9433,8 @@ func (x *Population) walk(w *walker) {
 	walkOne(w, "race", x.Race)
 	walkOne(w, "physiologicalCondition", x.PhysiologicalCondition)
 }
+
+func (x *Population) walkID() string { return x.ID }
 
 func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -9562,6 +9638,8 @@ func (x *ProdCharacteristic) walk(w *walker) {
 	walkOne(w, "scoring", x.Scoring)
 }
 
+func (x *ProdCharacteristic) walkID() string { return x.ID }
+
 func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9736,6 +9814,8 @@ func (x *ProductShelfLife) walk(w *walker) {
 	walkMany(w, "specialPrecautionsForStorage", x.SpecialPrecautionsForStorage)
 }
 
+func (x *ProductShelfLife) walkID() string { return x.ID }
+
 func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9889,6 +9969,8 @@ func (x *Quantity) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 }
 
+func (x *Quantity) walkID() string { return x.ID }
+
 func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10019,6 +10101,8 @@ func (x *Range) walk(w *walker) {
 	walkOne(w, "high", x.High)
 }
 
+func (x *Range) walkID() string { return x.ID }
+
 func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10131,6 +10215,8 @@ func (x *Ratio) walk(w *walker) {
 	walkOne(w, "numerator", x.Numerator)
 	walkOne(w, "denominator", x.Denominator)
 }
+
+func (x *Ratio) walkID() string { return x.ID }
 
 func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -10262,6 +10348,8 @@ func (x *Reference) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "display", x.Display)
 }
+
+func (x *Reference) walkID() string { return x.ID }
 
 func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -10428,6 +10516,8 @@ func (x *RelatedArtifact) walk(w *walker) {
 	walkOne(w, "document", x.Document)
 	walkOne(w, "resource", x.Resource)
 }
+
+func (x *RelatedArtifact) walkID() string { return x.ID }
 
 func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -10610,6 +10700,8 @@ func (x *SampledData) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *SampledData) walkID() string { return x.ID }
+
 func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10787,6 +10879,8 @@ func (x *Signature) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *Signature) walkID() string { return x.ID }
+
 func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10958,6 +11052,8 @@ func (x *SubstanceAmount) walk(w *walker) {
 	walkOne(w, "referenceRange", x.ReferenceRange)
 }
 
+func (x *SubstanceAmount) walkID() string { return x.ID }
+
 func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11101,6 +11197,8 @@ func (x *SubstanceAmountReferenceRange) walk(w *walker) {
 	walkOne(w, "highLimit", x.HighLimit)
 }
 
+func (x *SubstanceAmountReferenceRange) walkID() string { return x.ID }
+
 func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11227,6 +11325,8 @@ func (x *Timing) walk(w *walker) {
 	walkOne(w, "repeat", x.Repeat)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *Timing) walkID() string { return x.ID }
 
 func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -11468,6 +11568,8 @@ func (x *TimingRepeat) walk(w *walker) {
 	walkOne(w, "offset", x.Offset)
 }
 
+func (x *TimingRepeat) walkID() string { return x.ID }
+
 func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11707,6 +11809,8 @@ func (x *TriggerDefinition) walk(w *walker) {
 	walkOne(w, "condition", x.Condition)
 }
 
+func (x *TriggerDefinition) walkID() string { return x.ID }
+
 func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11874,6 +11978,8 @@ func (x *UsageContext) walk(w *walker) {
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueReference", x.ValueReference)
 }
+
+func (x *UsageContext) walkID() string { return x.ID }
 
 func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

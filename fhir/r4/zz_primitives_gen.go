@@ -40,6 +40,8 @@ func (x *Base64Binary) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ex
 
 func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Base64Binary) walkID() string { return x.ID }
+
 func (x *Base64Binary) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -118,6 +120,8 @@ func (x *Boolean) encodeValue(e *encoder) { e.boolean(x.Value) }
 func (x *Boolean) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Boolean) walkID() string { return x.ID }
 
 func (x *Boolean) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -205,6 +209,8 @@ func (x *Canonical) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Exten
 
 func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Canonical) walkID() string { return x.ID }
+
 func (x *Canonical) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -283,6 +289,8 @@ func (x *Code) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Code) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Code) walkID() string { return x.ID }
 
 func (x *Code) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -363,6 +371,8 @@ func (x *Date) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Date) walkID() string { return x.ID }
+
 func (x *Date) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -441,6 +451,8 @@ func (x *DateTime) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *DateTime) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *DateTime) walkID() string { return x.ID }
 
 func (x *DateTime) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -522,6 +534,8 @@ func (x *Decimal) encodeValue(e *encoder) { e.decimal(x.Value) }
 func (x *Decimal) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Decimal) walkID() string { return x.ID }
 
 func (x *Decimal) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -608,6 +622,8 @@ func (x *ID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *ID) walkID() string { return x.ID }
+
 func (x *ID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -687,6 +703,8 @@ func (x *Instant) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 
 func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Instant) walkID() string { return x.ID }
+
 func (x *Instant) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -765,6 +783,8 @@ func (x *Integer) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *Integer) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Integer) walkID() string { return x.ID }
 
 func (x *Integer) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -852,6 +872,8 @@ func (x *Markdown) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extens
 
 func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *Markdown) walkID() string { return x.ID }
+
 func (x *Markdown) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -931,6 +953,8 @@ func (x *OID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *OID) walkID() string { return x.ID }
+
 func (x *OID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1009,6 +1033,8 @@ func (x *PositiveInt) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *PositiveInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *PositiveInt) walkID() string { return x.ID }
 
 func (x *PositiveInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1096,6 +1122,8 @@ func (x *String) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensio
 
 func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *String) walkID() string { return x.ID }
+
 func (x *String) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1174,6 +1202,8 @@ func (x *Time) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *Time) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *Time) walkID() string { return x.ID }
 
 func (x *Time) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1254,6 +1284,8 @@ func (x *URI) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 
 func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *URI) walkID() string { return x.ID }
+
 func (x *URI) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1332,6 +1364,8 @@ func (x *URL) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *URL) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *URL) walkID() string { return x.ID }
 
 func (x *URL) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1412,6 +1446,8 @@ func (x *UUID) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 
 func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
+func (x *UUID) walkID() string { return x.ID }
+
 func (x *UUID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1490,6 +1526,8 @@ func (x *UnsignedInt) encodeValue(e *encoder) { e.integer(x.Value) }
 func (x *UnsignedInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *UnsignedInt) walkID() string { return x.ID }
 
 func (x *UnsignedInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1576,6 +1614,8 @@ func (x *XHTML) encodeValue(e *encoder) { e.str(x.Value) }
 func (x *XHTML) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }
 
 func (x *XHTML) walk(w *walker) { walkMany(w, "extension", x.Extension) }
+
+func (x *XHTML) walkID() string { return x.ID }
 
 func (x *XHTML) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {

@@ -164,6 +164,8 @@ func (x *Account) walk(w *walker) {
 	walkOne(w, "partOf", x.PartOf)
 }
 
+func (x *Account) walkID() string { return x.ID }
+
 func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -353,6 +355,8 @@ func (x *AccountCoverage) walk(w *walker) {
 	walkOne(w, "priority", x.Priority)
 }
 
+func (x *AccountCoverage) walkID() string { return x.ID }
+
 func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -484,6 +488,8 @@ func (x *AccountGuarantor) walk(w *walker) {
 	walkOne(w, "onHold", x.OnHold)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *AccountGuarantor) walkID() string { return x.ID }
 
 func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -456,6 +456,8 @@ func (x *ActivityDefinition) walk(w *walker) {
 	walkMany(w, "dynamicValue", x.DynamicValue)
 }
 
+func (x *ActivityDefinition) walkID() string { return x.ID }
+
 func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -858,6 +860,8 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ActivityDefinitionParticipant) walkID() string { return x.ID }
+
 func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -983,6 +987,8 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
 }
+
+func (x *ActivityDefinitionDynamicValue) walkID() string { return x.ID }
 
 func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -220,6 +220,8 @@ func (x *AdverseEvent) walk(w *walker) {
 	walkMany(w, "study", x.Study)
 }
 
+func (x *AdverseEvent) walkID() string { return x.ID }
+
 func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -444,6 +446,8 @@ func (x *AdverseEventSuspectEntity) walk(w *walker) {
 	walkMany(w, "causality", x.Causality)
 }
 
+func (x *AdverseEventSuspectEntity) walkID() string { return x.ID }
+
 func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -580,6 +584,8 @@ func (x *AdverseEventSuspectEntityCausality) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 	walkOne(w, "method", x.Method)
 }
+
+func (x *AdverseEventSuspectEntityCausality) walkID() string { return x.ID }
 
 func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

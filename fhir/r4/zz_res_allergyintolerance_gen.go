@@ -226,6 +226,8 @@ func (x *AllergyIntolerance) walk(w *walker) {
 	walkMany(w, "reaction", x.Reaction)
 }
 
+func (x *AllergyIntolerance) walkID() string { return x.ID }
+
 func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -498,6 +500,8 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 	walkOne(w, "exposureRoute", x.ExposureRoute)
 	walkMany(w, "note", x.Note)
 }
+
+func (x *AllergyIntoleranceReaction) walkID() string { return x.ID }
 
 func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

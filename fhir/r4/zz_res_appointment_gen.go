@@ -242,6 +242,8 @@ func (x *Appointment) walk(w *walker) {
 	walkMany(w, "requestedPeriod", x.RequestedPeriod)
 }
 
+func (x *Appointment) walkID() string { return x.ID }
+
 func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -500,6 +502,8 @@ func (x *AppointmentParticipant) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *AppointmentParticipant) walkID() string { return x.ID }
 
 func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -148,6 +148,8 @@ func (x *AppointmentResponse) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *AppointmentResponse) walkID() string { return x.ID }
+
 func (x *AppointmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

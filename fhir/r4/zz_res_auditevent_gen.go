@@ -166,6 +166,8 @@ func (x *AuditEvent) walk(w *walker) {
 	walkMany(w, "entity", x.Entity)
 }
 
+func (x *AuditEvent) walkID() string { return x.ID }
+
 func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -416,6 +418,8 @@ func (x *AuditEventAgent) walk(w *walker) {
 	walkMany(w, "purposeOfUse", x.PurposeOfUse)
 }
 
+func (x *AuditEventAgent) walkID() string { return x.ID }
+
 func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -583,6 +587,8 @@ func (x *AuditEventAgentNetwork) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *AuditEventAgentNetwork) walkID() string { return x.ID }
+
 func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -715,6 +721,8 @@ func (x *AuditEventSource) walk(w *walker) {
 	walkOne(w, "observer", x.Observer)
 	walkMany(w, "type", x.Type)
 }
+
+func (x *AuditEventSource) walkID() string { return x.ID }
 
 func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -892,6 +900,8 @@ func (x *AuditEventEntity) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *AuditEventEntity) walkID() string { return x.ID }
+
 func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1057,6 +1067,8 @@ func (x *AuditEventEntityDetail) walk(w *walker) {
 	walkOne(w, "valueString", x.ValueString)
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
 }
+
+func (x *AuditEventEntityDetail) walkID() string { return x.ID }
 
 func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

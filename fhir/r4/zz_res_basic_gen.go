@@ -124,6 +124,8 @@ func (x *Basic) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 }
 
+func (x *Basic) walkID() string { return x.ID }
+
 func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

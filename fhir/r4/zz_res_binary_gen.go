@@ -90,6 +90,8 @@ func (x *Binary) walk(w *walker) {
 	walkOne(w, "data", x.Data)
 }
 
+func (x *Binary) walkID() string { return x.ID }
+
 func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

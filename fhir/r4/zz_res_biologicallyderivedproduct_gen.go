@@ -164,6 +164,8 @@ func (x *BiologicallyDerivedProduct) walk(w *walker) {
 	walkMany(w, "storage", x.Storage)
 }
 
+func (x *BiologicallyDerivedProduct) walkID() string { return x.ID }
+
 func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -365,6 +367,8 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 	walkOne(w, "collectedPeriod", x.CollectedPeriod)
 }
 
+func (x *BiologicallyDerivedProductCollection) walkID() string { return x.ID }
+
 func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -526,6 +530,8 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
+func (x *BiologicallyDerivedProductProcessing) walkID() string { return x.ID }
+
 func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -680,6 +686,8 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
+func (x *BiologicallyDerivedProductManipulation) walkID() string { return x.ID }
+
 func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -833,6 +841,8 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 	walkOne(w, "scale", x.Scale)
 	walkOne(w, "duration", x.Duration)
 }
+
+func (x *BiologicallyDerivedProductStorage) walkID() string { return x.ID }
 
 func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

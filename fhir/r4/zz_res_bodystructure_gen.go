@@ -144,6 +144,8 @@ func (x *BodyStructure) walk(w *walker) {
 	walkOne(w, "patient", x.Patient)
 }
 
+func (x *BodyStructure) walkID() string { return x.ID }
+
 func (x *BodyStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -116,6 +116,8 @@ func (x *Bundle) walk(w *walker) {
 	walkOne(w, "signature", x.Signature)
 }
 
+func (x *Bundle) walkID() string { return x.ID }
+
 func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -275,6 +277,8 @@ func (x *BundleLink) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
+func (x *BundleLink) walkID() string { return x.ID }
+
 func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -426,6 +430,8 @@ func (x *BundleEntry) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *BundleEntry) walkID() string { return x.ID }
+
 func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -569,6 +575,8 @@ func (x *BundleEntrySearch) walk(w *walker) {
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "score", x.Score)
 }
+
+func (x *BundleEntrySearch) walkID() string { return x.ID }
 
 func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -730,6 +738,8 @@ func (x *BundleEntryRequest) walk(w *walker) {
 	walkOne(w, "ifMatch", x.IfMatch)
 	walkOne(w, "ifNoneExist", x.IfNoneExist)
 }
+
+func (x *BundleEntryRequest) walkID() string { return x.ID }
 
 func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -901,6 +911,8 @@ func (x *BundleEntryResponse) walk(w *walker) {
 	walkOne(w, "lastModified", x.LastModified)
 	w.resource("outcome", x.Outcome)
 }
+
+func (x *BundleEntryResponse) walkID() string { return x.ID }
 
 func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

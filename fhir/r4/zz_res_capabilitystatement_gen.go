@@ -284,6 +284,8 @@ func (x *CapabilityStatement) walk(w *walker) {
 	walkMany(w, "document", x.Document)
 }
 
+func (x *CapabilityStatement) walkID() string { return x.ID }
+
 func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -558,6 +560,8 @@ func (x *CapabilityStatementSoftware) walk(w *walker) {
 	walkOne(w, "releaseDate", x.ReleaseDate)
 }
 
+func (x *CapabilityStatementSoftware) walkID() string { return x.ID }
+
 func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -697,6 +701,8 @@ func (x *CapabilityStatementImplementation) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 	walkOne(w, "custodian", x.Custodian)
 }
+
+func (x *CapabilityStatementImplementation) walkID() string { return x.ID }
 
 func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -869,6 +875,8 @@ func (x *CapabilityStatementRest) walk(w *walker) {
 	walkMany(w, "compartment", x.Compartment)
 }
 
+func (x *CapabilityStatementRest) walkID() string { return x.ID }
+
 func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1028,6 +1036,8 @@ func (x *CapabilityStatementRestSecurity) walk(w *walker) {
 	walkMany(w, "service", x.Service)
 	walkOne(w, "description", x.Description)
 }
+
+func (x *CapabilityStatementRestSecurity) walkID() string { return x.ID }
 
 func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1276,6 +1286,8 @@ func (x *CapabilityStatementRestResource) walk(w *walker) {
 	walkMany(w, "operation", x.Operation)
 }
 
+func (x *CapabilityStatementRestResource) walkID() string { return x.ID }
+
 func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1477,6 +1489,8 @@ func (x *CapabilityStatementRestResourceInteraction) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceInteraction) walkID() string { return x.ID }
+
 func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1621,6 +1635,8 @@ func (x *CapabilityStatementRestResourceSearchParam) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "documentation", x.Documentation)
 }
+
+func (x *CapabilityStatementRestResourceSearchParam) walkID() string { return x.ID }
 
 func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1769,6 +1785,8 @@ func (x *CapabilityStatementRestResourceOperation) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *CapabilityStatementRestResourceOperation) walkID() string { return x.ID }
+
 func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1902,6 +1920,8 @@ func (x *CapabilityStatementRestInteraction) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "documentation", x.Documentation)
 }
+
+func (x *CapabilityStatementRestInteraction) walkID() string { return x.ID }
 
 func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2044,6 +2064,8 @@ func (x *CapabilityStatementMessaging) walk(w *walker) {
 	walkMany(w, "supportedMessage", x.SupportedMessage)
 }
 
+func (x *CapabilityStatementMessaging) walkID() string { return x.ID }
+
 func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2179,6 +2201,8 @@ func (x *CapabilityStatementMessagingEndpoint) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *CapabilityStatementMessagingEndpoint) walkID() string { return x.ID }
+
 func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2306,6 +2330,8 @@ func (x *CapabilityStatementMessagingSupportedMessage) walk(w *walker) {
 	walkOne(w, "mode", x.Mode)
 	walkOne(w, "definition", x.Definition)
 }
+
+func (x *CapabilityStatementMessagingSupportedMessage) walkID() string { return x.ID }
 
 func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2443,6 +2469,8 @@ func (x *CapabilityStatementDocument) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 	walkOne(w, "profile", x.Profile)
 }
+
+func (x *CapabilityStatementDocument) walkID() string { return x.ID }
 
 func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -244,6 +244,8 @@ func (x *CarePlan) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CarePlan) walkID() string { return x.ID }
+
 func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -501,6 +503,8 @@ func (x *CarePlanActivity) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
+func (x *CarePlanActivity) walkID() string { return x.ID }
+
 func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -757,6 +761,8 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "description", x.Description)
 }
+
+func (x *CarePlanActivityDetail) walkID() string { return x.ID }
 
 func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -174,6 +174,8 @@ func (x *CareTeam) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CareTeam) walkID() string { return x.ID }
+
 func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -379,6 +381,8 @@ func (x *CareTeamParticipant) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *CareTeamParticipant) walkID() string { return x.ID }
 
 func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -178,6 +178,8 @@ func (x *CatalogEntry) walk(w *walker) {
 	walkMany(w, "relatedEntry", x.RelatedEntry)
 }
 
+func (x *CatalogEntry) walkID() string { return x.ID }
+
 func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -375,6 +377,8 @@ func (x *CatalogEntryRelatedEntry) walk(w *walker) {
 	walkOne(w, "relationtype", x.Relationtype)
 	walkOne(w, "item", x.Item)
 }
+
+func (x *CatalogEntryRelatedEntry) walkID() string { return x.ID }
 
 func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -280,6 +280,8 @@ func (x *ChargeItem) walk(w *walker) {
 	walkMany(w, "supportingInformation", x.SupportingInformation)
 }
 
+func (x *ChargeItem) walkID() string { return x.ID }
+
 func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -557,6 +559,8 @@ func (x *ChargeItemPerformer) walk(w *walker) {
 	walkOne(w, "function", x.Function)
 	walkOne(w, "actor", x.Actor)
 }
+
+func (x *ChargeItemPerformer) walkID() string { return x.ID }
 
 func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

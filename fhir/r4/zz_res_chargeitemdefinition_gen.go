@@ -258,6 +258,8 @@ func (x *ChargeItemDefinition) walk(w *walker) {
 	walkMany(w, "propertyGroup", x.PropertyGroup)
 }
 
+func (x *ChargeItemDefinition) walkID() string { return x.ID }
+
 func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -516,6 +518,8 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *ChargeItemDefinitionApplicability) walkID() string { return x.ID }
+
 func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -645,6 +649,8 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 	walkMany(w, "applicability", x.Applicability)
 	walkMany(w, "priceComponent", x.PriceComponent)
 }
+
+func (x *ChargeItemDefinitionPropertyGroup) walkID() string { return x.ID }
 
 func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -784,6 +790,8 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
 }
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walkID() string { return x.ID }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -260,6 +260,8 @@ func (x *Claim) walk(w *walker) {
 	walkOne(w, "total", x.Total)
 }
 
+func (x *Claim) walkID() string { return x.ID }
+
 func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -517,6 +519,8 @@ func (x *ClaimRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ClaimRelated) walkID() string { return x.ID }
+
 func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -643,6 +647,8 @@ func (x *ClaimPayee) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
 }
+
+func (x *ClaimPayee) walkID() string { return x.ID }
 
 func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -788,6 +794,8 @@ func (x *ClaimCareTeam) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
 }
+
+func (x *ClaimCareTeam) walkID() string { return x.ID }
 
 func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -987,6 +995,8 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 	walkOne(w, "reason", x.Reason)
 }
+
+func (x *ClaimSupportingInfo) walkID() string { return x.ID }
 
 func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1194,6 +1204,8 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ClaimDiagnosis) walkID() string { return x.ID }
+
 func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1368,6 +1380,8 @@ func (x *ClaimProcedure) walk(w *walker) {
 	walkOne(w, "procedureReference", x.ProcedureReference)
 	walkMany(w, "udi", x.Udi)
 }
+
+func (x *ClaimProcedure) walkID() string { return x.ID }
 
 func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1555,6 +1569,8 @@ func (x *ClaimInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimInsurance) walkID() string { return x.ID }
+
 func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1715,6 +1731,8 @@ func (x *ClaimAccident) walk(w *walker) {
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
 }
+
+func (x *ClaimAccident) walkID() string { return x.ID }
 
 func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2000,6 +2018,8 @@ func (x *ClaimItem) walk(w *walker) {
 	walkMany(w, "encounter", x.Encounter)
 	walkMany(w, "detail", x.Detail)
 }
+
+func (x *ClaimItem) walkID() string { return x.ID }
 
 func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2298,6 +2318,8 @@ func (x *ClaimItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimItemDetail) walkID() string { return x.ID }
+
 func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2520,6 +2542,8 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 	walkOne(w, "net", x.Net)
 	walkMany(w, "udi", x.Udi)
 }
+
+func (x *ClaimItemDetailSubDetail) walkID() string { return x.ID }
 
 func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

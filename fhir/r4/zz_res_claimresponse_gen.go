@@ -266,6 +266,8 @@ func (x *ClaimResponse) walk(w *walker) {
 	walkMany(w, "error", x.Error)
 }
 
+func (x *ClaimResponse) walkID() string { return x.ID }
+
 func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -536,6 +538,8 @@ func (x *ClaimResponseItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ClaimResponseItem) walkID() string { return x.ID }
+
 func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -682,6 +686,8 @@ func (x *ClaimResponseItemAdjudication) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *ClaimResponseItemAdjudication) walkID() string { return x.ID }
 
 func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -831,6 +837,8 @@ func (x *ClaimResponseItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimResponseItemDetail) walkID() string { return x.ID }
+
 func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -973,6 +981,8 @@ func (x *ClaimResponseItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
 }
+
+func (x *ClaimResponseItemDetailSubDetail) walkID() string { return x.ID }
 
 func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1228,6 +1238,8 @@ func (x *ClaimResponseAddItem) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 	walkMany(w, "detail", x.Detail)
 }
+
+func (x *ClaimResponseAddItem) walkID() string { return x.ID }
 
 func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1495,6 +1507,8 @@ func (x *ClaimResponseAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ClaimResponseAddItemDetail) walkID() string { return x.ID }
+
 func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1688,6 +1702,8 @@ func (x *ClaimResponseAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ClaimResponseAddItemDetailSubDetail) walkID() string { return x.ID }
+
 func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1837,6 +1853,8 @@ func (x *ClaimResponseTotal) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *ClaimResponseTotal) walkID() string { return x.ID }
+
 func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1985,6 +2003,8 @@ func (x *ClaimResponsePayment) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "identifier", x.Identifier)
 }
+
+func (x *ClaimResponsePayment) walkID() string { return x.ID }
 
 func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2144,6 +2164,8 @@ func (x *ClaimResponseProcessNote) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 }
 
+func (x *ClaimResponseProcessNote) walkID() string { return x.ID }
+
 func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2302,6 +2324,8 @@ func (x *ClaimResponseInsurance) walk(w *walker) {
 	walkOne(w, "claimResponse", x.ClaimResponse)
 }
 
+func (x *ClaimResponseInsurance) walkID() string { return x.ID }
+
 func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2457,6 +2481,8 @@ func (x *ClaimResponseError) walk(w *walker) {
 	walkOne(w, "subDetailSequence", x.SubDetailSequence)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *ClaimResponseError) walkID() string { return x.ID }
 
 func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

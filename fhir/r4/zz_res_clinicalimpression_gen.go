@@ -230,6 +230,8 @@ func (x *ClinicalImpression) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *ClinicalImpression) walkID() string { return x.ID }
+
 func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -467,6 +469,8 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *ClinicalImpressionInvestigation) walkID() string { return x.ID }
+
 func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -597,6 +601,8 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 	walkOne(w, "itemReference", x.ItemReference)
 	walkOne(w, "basis", x.Basis)
 }
+
+func (x *ClinicalImpressionFinding) walkID() string { return x.ID }
 
 func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -286,6 +286,8 @@ func (x *CodeSystem) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystem) walkID() string { return x.ID }
+
 func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -569,6 +571,8 @@ func (x *CodeSystemFilter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *CodeSystemFilter) walkID() string { return x.ID }
+
 func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -723,6 +727,8 @@ func (x *CodeSystemProperty) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "type", x.Type)
 }
+
+func (x *CodeSystemProperty) walkID() string { return x.ID }
 
 func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -889,6 +895,8 @@ func (x *CodeSystemConcept) walk(w *walker) {
 	walkMany(w, "concept", x.Concept)
 }
 
+func (x *CodeSystemConcept) walkID() string { return x.ID }
+
 func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1040,6 +1048,8 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *CodeSystemConceptDesignation) walkID() string { return x.ID }
 
 func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1219,6 +1229,8 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 	walkOne(w, "valueDecimal", x.ValueDecimal)
 }
+
+func (x *CodeSystemConceptProperty) walkID() string { return x.ID }
 
 func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

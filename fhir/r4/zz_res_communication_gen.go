@@ -242,6 +242,8 @@ func (x *Communication) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Communication) walkID() string { return x.ID }
+
 func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -487,6 +489,8 @@ func (x *CommunicationPayload) walk(w *walker) {
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
 }
+
+func (x *CommunicationPayload) walkID() string { return x.ID }
 
 func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

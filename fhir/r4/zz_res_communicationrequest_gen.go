@@ -240,6 +240,8 @@ func (x *CommunicationRequest) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *CommunicationRequest) walkID() string { return x.ID }
+
 func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -491,6 +493,8 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
 }
+
+func (x *CommunicationRequestPayload) walkID() string { return x.ID }
 
 func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -198,6 +198,8 @@ func (x *CompartmentDefinition) walk(w *walker) {
 	walkMany(w, "resource", x.Resource)
 }
 
+func (x *CompartmentDefinition) walkID() string { return x.ID }
+
 func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -416,6 +418,8 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 	walkMany(w, "param", x.Param)
 	walkOne(w, "documentation", x.Documentation)
 }
+
+func (x *CompartmentDefinitionResource) walkID() string { return x.ID }
 
 func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -190,6 +190,8 @@ func (x *Composition) walk(w *walker) {
 	walkMany(w, "section", x.Section)
 }
 
+func (x *Composition) walkID() string { return x.ID }
+
 func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -404,6 +406,8 @@ func (x *CompositionAttester) walk(w *walker) {
 	walkOne(w, "party", x.Party)
 }
 
+func (x *CompositionAttester) walkID() string { return x.ID }
+
 func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -540,6 +544,8 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 	walkOne(w, "targetIdentifier", x.TargetIdentifier)
 	walkOne(w, "targetReference", x.TargetReference)
 }
+
+func (x *CompositionRelatesTo) walkID() string { return x.ID }
 
 func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -681,6 +687,8 @@ func (x *CompositionEvent) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 	walkMany(w, "detail", x.Detail)
 }
+
+func (x *CompositionEvent) walkID() string { return x.ID }
 
 func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -860,6 +868,8 @@ func (x *CompositionSection) walk(w *walker) {
 	walkOne(w, "emptyReason", x.EmptyReason)
 	walkMany(w, "section", x.Section)
 }
+
+func (x *CompositionSection) walkID() string { return x.ID }
 
 func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -242,6 +242,8 @@ func (x *ConceptMap) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ConceptMap) walkID() string { return x.ID }
+
 func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -523,6 +525,8 @@ func (x *ConceptMapGroup) walk(w *walker) {
 	walkOne(w, "unmapped", x.Unmapped)
 }
 
+func (x *ConceptMapGroup) walkID() string { return x.ID }
+
 func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -675,6 +679,8 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 	walkMany(w, "target", x.Target)
 }
+
+func (x *ConceptMapGroupElement) walkID() string { return x.ID }
 
 func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -836,6 +842,8 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 	walkMany(w, "dependsOn", x.DependsOn)
 	walkMany(w, "product", x.Product)
 }
+
+func (x *ConceptMapGroupElementTarget) walkID() string { return x.ID }
 
 func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1000,6 +1008,8 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *ConceptMapGroupElementTargetDependsOn) walkID() string { return x.ID }
+
 func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1154,6 +1164,8 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 	walkOne(w, "url", x.URL)
 }
+
+func (x *ConceptMapGroupUnmapped) walkID() string { return x.ID }
 
 func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

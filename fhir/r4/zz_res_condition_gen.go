@@ -252,6 +252,8 @@ func (x *Condition) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Condition) walkID() string { return x.ID }
+
 func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -523,6 +525,8 @@ func (x *ConditionStage) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *ConditionStage) walkID() string { return x.ID }
+
 func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -649,6 +653,8 @@ func (x *ConditionEvidence) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 	walkMany(w, "detail", x.Detail)
 }
+
+func (x *ConditionEvidence) walkID() string { return x.ID }
 
 func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -180,6 +180,8 @@ func (x *Consent) walk(w *walker) {
 	walkOne(w, "provision", x.Provision)
 }
 
+func (x *Consent) walkID() string { return x.ID }
+
 func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -389,6 +391,8 @@ func (x *ConsentPolicy) walk(w *walker) {
 	walkOne(w, "uri", x.URI)
 }
 
+func (x *ConsentPolicy) walkID() string { return x.ID }
+
 func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -523,6 +527,8 @@ func (x *ConsentVerification) walk(w *walker) {
 	walkOne(w, "verifiedWith", x.VerifiedWith)
 	walkOne(w, "verificationDate", x.VerificationDate)
 }
+
+func (x *ConsentVerification) walkID() string { return x.ID }
 
 func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -709,6 +715,8 @@ func (x *ConsentProvision) walk(w *walker) {
 	walkMany(w, "provision", x.Provision)
 }
 
+func (x *ConsentProvision) walkID() string { return x.ID }
+
 func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -869,6 +877,8 @@ func (x *ConsentProvisionActor) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ConsentProvisionActor) walkID() string { return x.ID }
+
 func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -993,6 +1003,8 @@ func (x *ConsentProvisionData) walk(w *walker) {
 	walkOne(w, "meaning", x.Meaning)
 	walkOne(w, "reference", x.Reference)
 }
+
+func (x *ConsentProvisionData) walkID() string { return x.ID }
 
 func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

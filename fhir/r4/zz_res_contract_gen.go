@@ -320,6 +320,8 @@ func (x *Contract) walk(w *walker) {
 	walkOne(w, "legallyBindingReference", x.LegallyBindingReference)
 }
 
+func (x *Contract) walkID() string { return x.ID }
+
 func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -653,6 +655,8 @@ func (x *ContractContentDefinition) walk(w *walker) {
 	walkOne(w, "copyright", x.Copyright)
 }
 
+func (x *ContractContentDefinition) walkID() string { return x.ID }
+
 func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -865,6 +869,8 @@ func (x *ContractTerm) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *ContractTerm) walkID() string { return x.ID }
+
 func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1055,6 +1061,8 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 	walkMany(w, "control", x.Control)
 }
 
+func (x *ContractTermSecurityLabel) walkID() string { return x.ID }
+
 func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1241,6 +1249,8 @@ func (x *ContractTermOffer) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermOffer) walkID() string { return x.ID }
+
 func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1398,6 +1408,8 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 	walkMany(w, "reference", x.Reference)
 	walkOne(w, "role", x.Role)
 }
+
+func (x *ContractTermOfferParty) walkID() string { return x.ID }
 
 func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1597,6 +1609,8 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
 }
+
+func (x *ContractTermOfferAnswer) walkID() string { return x.ID }
 
 func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1872,6 +1886,8 @@ func (x *ContractTermAsset) walk(w *walker) {
 	walkMany(w, "valuedItem", x.ValuedItem)
 }
 
+func (x *ContractTermAsset) walkID() string { return x.ID }
+
 func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2058,6 +2074,8 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 	walkOne(w, "text", x.Text)
 }
+
+func (x *ContractTermAssetContext) walkID() string { return x.ID }
 
 func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2278,6 +2296,8 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 	walkMany(w, "linkId", x.LinkID)
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
+
+func (x *ContractTermAssetValuedItem) walkID() string { return x.ID }
 
 func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2612,6 +2632,8 @@ func (x *ContractTermAction) walk(w *walker) {
 	walkMany(w, "securityLabelNumber", x.SecurityLabelNumber)
 }
 
+func (x *ContractTermAction) walkID() string { return x.ID }
+
 func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2836,6 +2858,8 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *ContractTermActionSubject) walkID() string { return x.ID }
+
 func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2965,6 +2989,8 @@ func (x *ContractSigner) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
+func (x *ContractSigner) walkID() string { return x.ID }
+
 func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3091,6 +3117,8 @@ func (x *ContractFriendly) walk(w *walker) {
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
 }
+
+func (x *ContractFriendly) walkID() string { return x.ID }
 
 func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -3222,6 +3250,8 @@ func (x *ContractLegal) walk(w *walker) {
 	walkOne(w, "contentReference", x.ContentReference)
 }
 
+func (x *ContractLegal) walkID() string { return x.ID }
+
 func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3351,6 +3381,8 @@ func (x *ContractRule) walk(w *walker) {
 	walkOne(w, "contentAttachment", x.ContentAttachment)
 	walkOne(w, "contentReference", x.ContentReference)
 }
+
+func (x *ContractRule) walkID() string { return x.ID }
 
 func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -206,6 +206,8 @@ func (x *Coverage) walk(w *walker) {
 	walkMany(w, "contract", x.Contract)
 }
 
+func (x *Coverage) walkID() string { return x.ID }
+
 func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -430,6 +432,8 @@ func (x *CoverageClass) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 }
 
+func (x *CoverageClass) walkID() string { return x.ID }
+
 func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -571,6 +575,8 @@ func (x *CoverageCostToBeneficiary) walk(w *walker) {
 	walkMany(w, "exception", x.Exception)
 }
 
+func (x *CoverageCostToBeneficiary) walkID() string { return x.ID }
+
 func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -708,6 +714,8 @@ func (x *CoverageCostToBeneficiaryException) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *CoverageCostToBeneficiaryException) walkID() string { return x.ID }
 
 func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -190,6 +190,8 @@ func (x *CoverageEligibilityRequest) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *CoverageEligibilityRequest) walkID() string { return x.ID }
+
 func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -411,6 +413,8 @@ func (x *CoverageEligibilityRequestSupportingInfo) walk(w *walker) {
 	walkOne(w, "appliesToAll", x.AppliesToAll)
 }
 
+func (x *CoverageEligibilityRequestSupportingInfo) walkID() string { return x.ID }
+
 func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -549,6 +553,8 @@ func (x *CoverageEligibilityRequestInsurance) walk(w *walker) {
 	walkOne(w, "coverage", x.Coverage)
 	walkOne(w, "businessArrangement", x.BusinessArrangement)
 }
+
+func (x *CoverageEligibilityRequestInsurance) walkID() string { return x.ID }
 
 func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -729,6 +735,8 @@ func (x *CoverageEligibilityRequestItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *CoverageEligibilityRequestItem) walkID() string { return x.ID }
+
 func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -884,6 +892,8 @@ func (x *CoverageEligibilityRequestItemDiagnosis) walk(w *walker) {
 	walkOne(w, "diagnosisCodeableConcept", x.DiagnosisCodeableConcept)
 	walkOne(w, "diagnosisReference", x.DiagnosisReference)
 }
+
+func (x *CoverageEligibilityRequestItemDiagnosis) walkID() string { return x.ID }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -202,6 +202,8 @@ func (x *CoverageEligibilityResponse) walk(w *walker) {
 	walkMany(w, "error", x.Error)
 }
 
+func (x *CoverageEligibilityResponse) walkID() string { return x.ID }
+
 func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -434,6 +436,8 @@ func (x *CoverageEligibilityResponseInsurance) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *CoverageEligibilityResponseInsurance) walkID() string { return x.ID }
+
 func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -647,6 +651,8 @@ func (x *CoverageEligibilityResponseInsuranceItem) walk(w *walker) {
 	walkMany(w, "authorizationSupporting", x.AuthorizationSupporting)
 	walkOne(w, "authorizationUrl", x.AuthorizationURL)
 }
+
+func (x *CoverageEligibilityResponseInsuranceItem) walkID() string { return x.ID }
 
 func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -862,6 +868,8 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) walk(w *walker) {
 	walkOne(w, "usedMoney", x.UsedMoney)
 }
 
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) walkID() string { return x.ID }
+
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1018,6 +1026,8 @@ func (x *CoverageEligibilityResponseError) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *CoverageEligibilityResponseError) walkID() string { return x.ID }
 
 func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -180,6 +180,8 @@ func (x *DetectedIssue) walk(w *walker) {
 	walkMany(w, "mitigation", x.Mitigation)
 }
 
+func (x *DetectedIssue) walkID() string { return x.ID }
+
 func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -384,6 +386,8 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *DetectedIssueEvidence) walkID() string { return x.ID }
+
 func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -514,6 +518,8 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 	walkOne(w, "date", x.Date)
 	walkOne(w, "author", x.Author)
 }
+
+func (x *DetectedIssueMitigation) walkID() string { return x.ID }
 
 func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

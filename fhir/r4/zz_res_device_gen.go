@@ -268,6 +268,8 @@ func (x *Device) walk(w *walker) {
 	walkOne(w, "parent", x.Parent)
 }
 
+func (x *Device) walkID() string { return x.ID }
+
 func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -558,6 +560,8 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 	walkOne(w, "entryType", x.EntryType)
 }
 
+func (x *DeviceUdiCarrier) walkID() string { return x.ID }
+
 func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -707,6 +711,8 @@ func (x *DeviceDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDeviceName) walkID() string { return x.ID }
+
 func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -833,6 +839,8 @@ func (x *DeviceSpecialization) walk(w *walker) {
 	walkOne(w, "systemType", x.SystemType)
 	walkOne(w, "version", x.Version)
 }
+
+func (x *DeviceSpecialization) walkID() string { return x.ID }
 
 func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -965,6 +973,8 @@ func (x *DeviceVersion) walk(w *walker) {
 	walkOne(w, "component", x.Component)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *DeviceVersion) walkID() string { return x.ID }
 
 func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1099,6 +1109,8 @@ func (x *DeviceProperty) walk(w *walker) {
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
 }
+
+func (x *DeviceProperty) walkID() string { return x.ID }
 
 func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -240,6 +240,8 @@ func (x *DeviceDefinition) walk(w *walker) {
 	walkMany(w, "material", x.Material)
 }
 
+func (x *DeviceDefinition) walkID() string { return x.ID }
+
 func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -496,6 +498,8 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) walk(w *walker) {
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 }
 
+func (x *DeviceDefinitionUdiDeviceIdentifier) walkID() string { return x.ID }
+
 func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -630,6 +634,8 @@ func (x *DeviceDefinitionDeviceName) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *DeviceDefinitionDeviceName) walkID() string { return x.ID }
+
 func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -759,6 +765,8 @@ func (x *DeviceDefinitionSpecialization) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *DeviceDefinitionSpecialization) walkID() string { return x.ID }
+
 func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -883,6 +891,8 @@ func (x *DeviceDefinitionCapability) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "description", x.Description)
 }
+
+func (x *DeviceDefinitionCapability) walkID() string { return x.ID }
 
 func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1012,6 +1022,8 @@ func (x *DeviceDefinitionProperty) walk(w *walker) {
 	walkMany(w, "valueQuantity", x.ValueQuantity)
 	walkMany(w, "valueCode", x.ValueCode)
 }
+
+func (x *DeviceDefinitionProperty) walkID() string { return x.ID }
 
 func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1149,6 +1161,8 @@ func (x *DeviceDefinitionMaterial) walk(w *walker) {
 	walkOne(w, "alternate", x.Alternate)
 	walkOne(w, "allergenicIndicator", x.AllergenicIndicator)
 }
+
+func (x *DeviceDefinitionMaterial) walkID() string { return x.ID }
 
 func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -158,6 +158,8 @@ func (x *DeviceMetric) walk(w *walker) {
 	walkMany(w, "calibration", x.Calibration)
 }
 
+func (x *DeviceMetric) walkID() string { return x.ID }
+
 func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -352,6 +354,8 @@ func (x *DeviceMetricCalibration) walk(w *walker) {
 	walkOne(w, "state", x.State)
 	walkOne(w, "time", x.Time)
 }
+
+func (x *DeviceMetricCalibration) walkID() string { return x.ID }
 
 func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

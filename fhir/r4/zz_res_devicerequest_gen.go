@@ -268,6 +268,8 @@ func (x *DeviceRequest) walk(w *walker) {
 	walkMany(w, "relevantHistory", x.RelevantHistory)
 }
 
+func (x *DeviceRequest) walkID() string { return x.ID }
+
 func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -557,6 +559,8 @@ func (x *DeviceRequestParameter) walk(w *walker) {
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 }
+
+func (x *DeviceRequestParameter) walkID() string { return x.ID }
 
 func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

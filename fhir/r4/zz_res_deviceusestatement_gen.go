@@ -188,6 +188,8 @@ func (x *DeviceUseStatement) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *DeviceUseStatement) walkID() string { return x.ID }
+
 func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

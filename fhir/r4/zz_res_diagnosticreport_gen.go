@@ -214,6 +214,8 @@ func (x *DiagnosticReport) walk(w *walker) {
 	walkMany(w, "presentedForm", x.PresentedForm)
 }
 
+func (x *DiagnosticReport) walkID() string { return x.ID }
+
 func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -442,6 +444,8 @@ func (x *DiagnosticReportMedia) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 	walkOne(w, "link", x.Link)
 }
+
+func (x *DiagnosticReportMedia) walkID() string { return x.ID }
 
 func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -172,6 +172,8 @@ func (x *DocumentManifest) walk(w *walker) {
 	walkMany(w, "related", x.Related)
 }
 
+func (x *DocumentManifest) walkID() string { return x.ID }
+
 func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -363,6 +365,8 @@ func (x *DocumentManifestRelated) walk(w *walker) {
 	walkOne(w, "identifier", x.Identifier)
 	walkOne(w, "ref", x.Ref)
 }
+
+func (x *DocumentManifestRelated) walkID() string { return x.ID }
 
 func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

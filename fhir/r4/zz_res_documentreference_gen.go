@@ -196,6 +196,8 @@ func (x *DocumentReference) walk(w *walker) {
 	walkOne(w, "context", x.Context)
 }
 
+func (x *DocumentReference) walkID() string { return x.ID }
+
 func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -406,6 +408,8 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 	walkOne(w, "target", x.Target)
 }
 
+func (x *DocumentReferenceRelatesTo) walkID() string { return x.ID }
+
 func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -529,6 +533,8 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 	walkOne(w, "attachment", x.Attachment)
 	walkOne(w, "format", x.Format)
 }
+
+func (x *DocumentReferenceContent) walkID() string { return x.ID }
 
 func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -682,6 +688,8 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 	walkOne(w, "sourcePatientInfo", x.SourcePatientInfo)
 	walkMany(w, "related", x.Related)
 }
+
+func (x *DocumentReferenceContext) walkID() string { return x.ID }
 
 func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

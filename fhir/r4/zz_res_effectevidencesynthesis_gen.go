@@ -312,6 +312,8 @@ func (x *EffectEvidenceSynthesis) walk(w *walker) {
 	walkMany(w, "certainty", x.Certainty)
 }
 
+func (x *EffectEvidenceSynthesis) walkID() string { return x.ID }
+
 func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -607,6 +609,8 @@ func (x *EffectEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
+func (x *EffectEvidenceSynthesisSampleSize) walkID() string { return x.ID }
+
 func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -752,6 +756,8 @@ func (x *EffectEvidenceSynthesisResultsByExposure) walk(w *walker) {
 	walkOne(w, "variantState", x.VariantState)
 	walkOne(w, "riskEvidenceSynthesis", x.RiskEvidenceSynthesis)
 }
+
+func (x *EffectEvidenceSynthesisResultsByExposure) walkID() string { return x.ID }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -914,6 +920,8 @@ func (x *EffectEvidenceSynthesisEffectEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimate) walkID() string { return x.ID }
+
 func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1073,6 +1081,8 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walk(w *walker)
 	walkOne(w, "to", x.To)
 }
 
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walkID() string { return x.ID }
+
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1213,6 +1223,8 @@ func (x *EffectEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
+func (x *EffectEvidenceSynthesisCertainty) walkID() string { return x.ID }
+
 func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1345,6 +1357,8 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) 
 	walkMany(w, "rating", x.Rating)
 	walkMany(w, "note", x.Note)
 }
+
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walkID() string { return x.ID }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -232,6 +232,8 @@ func (x *Encounter) walk(w *walker) {
 	walkOne(w, "partOf", x.PartOf)
 }
 
+func (x *Encounter) walkID() string { return x.ID }
+
 func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -467,6 +469,8 @@ func (x *EncounterStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *EncounterStatusHistory) walkID() string { return x.ID }
+
 func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -590,6 +594,8 @@ func (x *EncounterClassHistory) walk(w *walker) {
 	walkOne(w, "class", x.Class)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *EncounterClassHistory) walkID() string { return x.ID }
 
 func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -719,6 +725,8 @@ func (x *EncounterParticipant) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 	walkOne(w, "individual", x.Individual)
 }
+
+func (x *EncounterParticipant) walkID() string { return x.ID }
 
 func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -854,6 +862,8 @@ func (x *EncounterDiagnosis) walk(w *walker) {
 	walkOne(w, "use", x.Use)
 	walkOne(w, "rank", x.Rank)
 }
+
+func (x *EncounterDiagnosis) walkID() string { return x.ID }
 
 func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1025,6 +1035,8 @@ func (x *EncounterHospitalization) walk(w *walker) {
 	walkOne(w, "dischargeDisposition", x.DischargeDisposition)
 }
 
+func (x *EncounterHospitalization) walkID() string { return x.ID }
+
 func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1189,6 +1201,8 @@ func (x *EncounterLocation) walk(w *walker) {
 	walkOne(w, "physicalType", x.PhysicalType)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *EncounterLocation) walkID() string { return x.ID }
 
 func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -168,6 +168,8 @@ func (x *Endpoint) walk(w *walker) {
 	walkMany(w, "header", x.Header)
 }
 
+func (x *Endpoint) walkID() string { return x.ID }
+
 func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

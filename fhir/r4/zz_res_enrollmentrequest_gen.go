@@ -138,6 +138,8 @@ func (x *EnrollmentRequest) walk(w *walker) {
 	walkOne(w, "coverage", x.Coverage)
 }
 
+func (x *EnrollmentRequest) walkID() string { return x.ID }
+
 func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -148,6 +148,8 @@ func (x *EnrollmentResponse) walk(w *walker) {
 	walkOne(w, "requestProvider", x.RequestProvider)
 }
 
+func (x *EnrollmentResponse) walkID() string { return x.ID }
+
 func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -166,6 +166,8 @@ func (x *EpisodeOfCare) walk(w *walker) {
 	walkMany(w, "account", x.Account)
 }
 
+func (x *EpisodeOfCare) walkID() string { return x.ID }
+
 func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -357,6 +359,8 @@ func (x *EpisodeOfCareStatusHistory) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *EpisodeOfCareStatusHistory) walkID() string { return x.ID }
+
 func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -488,6 +492,8 @@ func (x *EpisodeOfCareDiagnosis) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 	walkOne(w, "rank", x.Rank)
 }
+
+func (x *EpisodeOfCareDiagnosis) walkID() string { return x.ID }
 
 func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -296,6 +296,8 @@ func (x *EventDefinition) walk(w *walker) {
 	walkMany(w, "trigger", x.Trigger)
 }
 
+func (x *EventDefinition) walkID() string { return x.ID }
+
 func (x *EventDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

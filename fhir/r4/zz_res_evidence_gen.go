@@ -286,6 +286,8 @@ func (x *Evidence) walk(w *walker) {
 	walkMany(w, "outcome", x.Outcome)
 }
 
+func (x *Evidence) walkID() string { return x.ID }
+
 func (x *Evidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

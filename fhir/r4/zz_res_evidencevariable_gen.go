@@ -282,6 +282,8 @@ func (x *EvidenceVariable) walk(w *walker) {
 	walkMany(w, "characteristic", x.Characteristic)
 }
 
+func (x *EvidenceVariable) walkID() string { return x.ID }
+
 func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -631,6 +633,8 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 	walkOne(w, "timeFromStart", x.TimeFromStart)
 	walkOne(w, "groupMeasure", x.GroupMeasure)
 }
+
+func (x *EvidenceVariableCharacteristic) walkID() string { return x.ID }
 
 func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -214,6 +214,8 @@ func (x *ExampleScenario) walk(w *walker) {
 	walkMany(w, "workflow", x.Workflow)
 }
 
+func (x *ExampleScenario) walkID() string { return x.ID }
+
 func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -452,6 +454,8 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioActor) walkID() string { return x.ID }
+
 func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -619,6 +623,8 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 	walkMany(w, "containedInstance", x.ContainedInstance)
 }
 
+func (x *ExampleScenarioInstance) walkID() string { return x.ID }
+
 func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -766,6 +772,8 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ExampleScenarioInstanceVersion) walkID() string { return x.ID }
+
 func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -894,6 +902,8 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 	walkOne(w, "resourceId", x.ResourceID)
 	walkOne(w, "versionId", x.VersionID)
 }
+
+func (x *ExampleScenarioInstanceContainedInstance) walkID() string { return x.ID }
 
 func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1045,6 +1055,8 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 	walkOne(w, "postConditions", x.PostConditions)
 	walkMany(w, "step", x.Step)
 }
+
+func (x *ExampleScenarioProcess) walkID() string { return x.ID }
 
 func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1198,6 +1210,8 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 	walkOne(w, "operation", x.Operation)
 	walkMany(w, "alternative", x.Alternative)
 }
+
+func (x *ExampleScenarioProcessStep) walkID() string { return x.ID }
 
 func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1395,6 +1409,8 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 	walkOne(w, "response", x.Response)
 }
 
+func (x *ExampleScenarioProcessStepOperation) walkID() string { return x.ID }
+
 func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1567,6 +1583,8 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkMany(w, "step", x.Step)
 }
+
+func (x *ExampleScenarioProcessStepAlternative) walkID() string { return x.ID }
 
 func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

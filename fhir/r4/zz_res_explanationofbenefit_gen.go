@@ -364,6 +364,8 @@ func (x *ExplanationOfBenefit) walk(w *walker) {
 	walkMany(w, "benefitBalance", x.BenefitBalance)
 }
 
+func (x *ExplanationOfBenefit) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -689,6 +691,8 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 	walkOne(w, "reference", x.Reference)
 }
 
+func (x *ExplanationOfBenefitRelated) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -815,6 +819,8 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "party", x.Party)
 }
+
+func (x *ExplanationOfBenefitPayee) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -960,6 +966,8 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 	walkOne(w, "qualification", x.Qualification)
 }
+
+func (x *ExplanationOfBenefitCareTeam) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1159,6 +1167,8 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 	walkOne(w, "reason", x.Reason)
 }
+
+func (x *ExplanationOfBenefitSupportingInfo) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1366,6 +1376,8 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 	walkOne(w, "packageCode", x.PackageCode)
 }
 
+func (x *ExplanationOfBenefitDiagnosis) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1541,6 +1553,8 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 	walkMany(w, "udi", x.Udi)
 }
 
+func (x *ExplanationOfBenefitProcedure) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1699,6 +1713,8 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 	walkMany(w, "preAuthRef", x.PreAuthRef)
 }
 
+func (x *ExplanationOfBenefitInsurance) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1841,6 +1857,8 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 	walkOne(w, "locationAddress", x.LocationAddress)
 	walkOne(w, "locationReference", x.LocationReference)
 }
+
+func (x *ExplanationOfBenefitAccident) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2141,6 +2159,8 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitItem) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2397,6 +2417,8 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *ExplanationOfBenefitItemAdjudication) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2606,6 +2628,8 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 	walkMany(w, "subDetail", x.SubDetail)
 }
+
+func (x *ExplanationOfBenefitItemDetail) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2852,6 +2876,8 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "noteNumber", x.NoteNumber)
 	walkMany(w, "adjudication", x.Adjudication)
 }
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -3149,6 +3175,8 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 	walkMany(w, "detail", x.Detail)
 }
 
+func (x *ExplanationOfBenefitAddItem) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3415,6 +3443,8 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 	walkMany(w, "subDetail", x.SubDetail)
 }
 
+func (x *ExplanationOfBenefitAddItemDetail) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3608,6 +3638,8 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 	walkMany(w, "adjudication", x.Adjudication)
 }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3757,6 +3789,8 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *ExplanationOfBenefitTotal) walkID() string { return x.ID }
+
 func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3905,6 +3939,8 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "identifier", x.Identifier)
 }
+
+func (x *ExplanationOfBenefitPayment) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4063,6 +4099,8 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 	walkOne(w, "language", x.Language)
 }
+
+func (x *ExplanationOfBenefitProcessNote) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4239,6 +4277,8 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 	walkOne(w, "term", x.Term)
 	walkMany(w, "financial", x.Financial)
 }
+
+func (x *ExplanationOfBenefitBenefitBalance) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4419,6 +4459,8 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 	walkOne(w, "usedUnsignedInt", x.UsedUnsignedInt)
 	walkOne(w, "usedMoney", x.UsedMoney)
 }
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) walkID() string { return x.ID }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

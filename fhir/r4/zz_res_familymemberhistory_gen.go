@@ -272,6 +272,8 @@ func (x *FamilyMemberHistory) walk(w *walker) {
 	walkMany(w, "condition", x.Condition)
 }
 
+func (x *FamilyMemberHistory) walkID() string { return x.ID }
+
 func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -593,6 +595,8 @@ func (x *FamilyMemberHistoryCondition) walk(w *walker) {
 	walkOne(w, "onsetString", x.OnsetString)
 	walkMany(w, "note", x.Note)
 }
+
+func (x *FamilyMemberHistoryCondition) walkID() string { return x.ID }
 
 func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -142,6 +142,8 @@ func (x *Flag) walk(w *walker) {
 	walkOne(w, "author", x.Author)
 }
 
+func (x *Flag) walkID() string { return x.ID }
+
 func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -202,6 +202,8 @@ func (x *Goal) walk(w *walker) {
 	walkMany(w, "outcomeReference", x.OutcomeReference)
 }
 
+func (x *Goal) walkID() string { return x.ID }
+
 func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -476,6 +478,8 @@ func (x *GoalTarget) walk(w *walker) {
 	walkOne(w, "dueDate", x.DueDate)
 	walkOne(w, "dueDuration", x.DueDuration)
 }
+
+func (x *GoalTarget) walkID() string { return x.ID }
 
 func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

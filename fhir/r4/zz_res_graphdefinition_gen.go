@@ -204,6 +204,8 @@ func (x *GraphDefinition) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *GraphDefinition) walkID() string { return x.ID }
+
 func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -449,6 +451,8 @@ func (x *GraphDefinitionLink) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *GraphDefinitionLink) walkID() string { return x.ID }
+
 func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -617,6 +621,8 @@ func (x *GraphDefinitionLinkTarget) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *GraphDefinitionLinkTarget) walkID() string { return x.ID }
+
 func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -782,6 +788,8 @@ func (x *GraphDefinitionLinkTargetCompartment) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 	walkOne(w, "description", x.Description)
 }
+
+func (x *GraphDefinitionLinkTargetCompartment) walkID() string { return x.ID }
 
 func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -162,6 +162,8 @@ func (x *Group) walk(w *walker) {
 	walkMany(w, "member", x.Member)
 }
 
+func (x *Group) walkID() string { return x.ID }
+
 func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -387,6 +389,8 @@ func (x *GroupCharacteristic) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *GroupCharacteristic) walkID() string { return x.ID }
+
 func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -553,6 +557,8 @@ func (x *GroupMember) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 	walkOne(w, "inactive", x.Inactive)
 }
+
+func (x *GroupMember) walkID() string { return x.ID }
 
 func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

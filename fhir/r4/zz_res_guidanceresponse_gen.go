@@ -202,6 +202,8 @@ func (x *GuidanceResponse) walk(w *walker) {
 	walkMany(w, "dataRequirement", x.DataRequirement)
 }
 
+func (x *GuidanceResponse) walkID() string { return x.ID }
+
 func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

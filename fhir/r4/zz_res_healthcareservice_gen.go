@@ -248,6 +248,8 @@ func (x *HealthcareService) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *HealthcareService) walkID() string { return x.ID }
+
 func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -492,6 +494,8 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *HealthcareServiceEligibility) walkID() string { return x.ID }
+
 func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -636,6 +640,8 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *HealthcareServiceAvailableTime) walkID() string { return x.ID }
+
 func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -772,6 +778,8 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
 }
+
+func (x *HealthcareServiceNotAvailable) walkID() string { return x.ID }
 
 func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

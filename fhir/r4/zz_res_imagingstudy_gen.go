@@ -222,6 +222,8 @@ func (x *ImagingStudy) walk(w *walker) {
 	walkMany(w, "series", x.Series)
 }
 
+func (x *ImagingStudy) walkID() string { return x.ID }
+
 func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -517,6 +519,8 @@ func (x *ImagingStudySeries) walk(w *walker) {
 	walkMany(w, "instance", x.Instance)
 }
 
+func (x *ImagingStudySeries) walkID() string { return x.ID }
+
 func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -685,6 +689,8 @@ func (x *ImagingStudySeriesPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *ImagingStudySeriesPerformer) walkID() string { return x.ID }
+
 func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -825,6 +831,8 @@ func (x *ImagingStudySeriesInstance) walk(w *walker) {
 	walkOne(w, "number", x.Number)
 	walkOne(w, "title", x.Title)
 }
+
+func (x *ImagingStudySeriesInstance) walkID() string { return x.ID }
 
 func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

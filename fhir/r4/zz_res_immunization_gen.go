@@ -282,6 +282,8 @@ func (x *Immunization) walk(w *walker) {
 	walkMany(w, "protocolApplied", x.ProtocolApplied)
 }
 
+func (x *Immunization) walkID() string { return x.ID }
+
 func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -553,6 +555,8 @@ func (x *ImmunizationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *ImmunizationPerformer) walkID() string { return x.ID }
+
 func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -695,6 +699,8 @@ func (x *ImmunizationEducation) walk(w *walker) {
 	walkOne(w, "publicationDate", x.PublicationDate)
 	walkOne(w, "presentationDate", x.PresentationDate)
 }
+
+func (x *ImmunizationEducation) walkID() string { return x.ID }
 
 func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -840,6 +846,8 @@ func (x *ImmunizationReaction) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 	walkOne(w, "reported", x.Reported)
 }
+
+func (x *ImmunizationReaction) walkID() string { return x.ID }
 
 func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1009,6 +1017,8 @@ func (x *ImmunizationProtocolApplied) walk(w *walker) {
 	walkOne(w, "seriesDosesPositiveInt", x.SeriesDosesPositiveInt)
 	walkOne(w, "seriesDosesString", x.SeriesDosesString)
 }
+
+func (x *ImmunizationProtocolApplied) walkID() string { return x.ID }
 
 func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -198,6 +198,8 @@ func (x *ImmunizationEvaluation) walk(w *walker) {
 	walkOne(w, "seriesDosesString", x.SeriesDosesString)
 }
 
+func (x *ImmunizationEvaluation) walkID() string { return x.ID }
+
 func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -124,6 +124,8 @@ func (x *ImmunizationRecommendation) walk(w *walker) {
 	walkMany(w, "recommendation", x.Recommendation)
 }
 
+func (x *ImmunizationRecommendation) walkID() string { return x.ID }
+
 func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -369,6 +371,8 @@ func (x *ImmunizationRecommendationRecommendation) walk(w *walker) {
 	walkMany(w, "supportingPatientInformation", x.SupportingPatientInformation)
 }
 
+func (x *ImmunizationRecommendationRecommendation) walkID() string { return x.ID }
+
 func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -561,6 +565,8 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) walk(w *walker) 
 	walkOne(w, "code", x.Code)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) walkID() string { return x.ID }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

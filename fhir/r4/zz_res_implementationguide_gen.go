@@ -238,6 +238,8 @@ func (x *ImplementationGuide) walk(w *walker) {
 	walkOne(w, "manifest", x.Manifest)
 }
 
+func (x *ImplementationGuide) walkID() string { return x.ID }
+
 func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -483,6 +485,8 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *ImplementationGuideDependsOn) walkID() string { return x.ID }
+
 func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -616,6 +620,8 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "profile", x.Profile)
 }
+
+func (x *ImplementationGuideGlobal) walkID() string { return x.ID }
 
 func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -760,6 +766,8 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 	walkMany(w, "template", x.Template)
 }
 
+func (x *ImplementationGuideDefinition) walkID() string { return x.ID }
+
 func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -898,6 +906,8 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkOne(w, "description", x.Description)
 }
+
+func (x *ImplementationGuideDefinitionGrouping) walkID() string { return x.ID }
 
 func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1065,6 +1075,8 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 	walkOne(w, "exampleCanonical", x.ExampleCanonical)
 	walkOne(w, "groupingId", x.GroupingID)
 }
+
+func (x *ImplementationGuideDefinitionResource) walkID() string { return x.ID }
 
 func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1246,6 +1258,8 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 	walkMany(w, "page", x.Page)
 }
 
+func (x *ImplementationGuideDefinitionPage) walkID() string { return x.ID }
+
 func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1395,6 +1409,8 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *ImplementationGuideDefinitionParameter) walkID() string { return x.ID }
+
 func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1531,6 +1547,8 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 	walkOne(w, "source", x.Source)
 	walkOne(w, "scope", x.Scope)
 }
+
+func (x *ImplementationGuideDefinitionTemplate) walkID() string { return x.ID }
 
 func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1685,6 +1703,8 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 	walkMany(w, "image", x.Image)
 	walkMany(w, "other", x.Other)
 }
+
+func (x *ImplementationGuideManifest) walkID() string { return x.ID }
 
 func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1842,6 +1862,8 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 	walkOne(w, "relativePath", x.RelativePath)
 }
 
+func (x *ImplementationGuideManifestResource) walkID() string { return x.ID }
+
 func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1994,6 +2016,8 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 	walkOne(w, "title", x.Title)
 	walkMany(w, "anchor", x.Anchor)
 }
+
+func (x *ImplementationGuideManifestPage) walkID() string { return x.ID }
 
 func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

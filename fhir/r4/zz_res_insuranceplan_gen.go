@@ -182,6 +182,8 @@ func (x *InsurancePlan) walk(w *walker) {
 	walkMany(w, "plan", x.Plan)
 }
 
+func (x *InsurancePlan) walkID() string { return x.ID }
+
 func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -393,6 +395,8 @@ func (x *InsurancePlanContact) walk(w *walker) {
 	walkOne(w, "address", x.Address)
 }
 
+func (x *InsurancePlanContact) walkID() string { return x.ID }
+
 func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -530,6 +534,8 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
+func (x *InsurancePlanCoverage) walkID() string { return x.ID }
+
 func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -665,6 +671,8 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 	walkMany(w, "limit", x.Limit)
 }
 
+func (x *InsurancePlanCoverageBenefit) walkID() string { return x.ID }
+
 func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -792,6 +800,8 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 	walkOne(w, "code", x.Code)
 }
+
+func (x *InsurancePlanCoverageBenefitLimit) walkID() string { return x.ID }
 
 func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -939,6 +949,8 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 	walkMany(w, "generalCost", x.GeneralCost)
 	walkMany(w, "specificCost", x.SpecificCost)
 }
+
+func (x *InsurancePlanPlan) walkID() string { return x.ID }
 
 func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1095,6 +1107,8 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *InsurancePlanPlanGeneralCost) walkID() string { return x.ID }
+
 func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1228,6 +1242,8 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 	walkMany(w, "benefit", x.Benefit)
 }
 
+func (x *InsurancePlanPlanSpecificCost) walkID() string { return x.ID }
+
 func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1350,6 +1366,8 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkMany(w, "cost", x.Cost)
 }
+
+func (x *InsurancePlanPlanSpecificCostBenefit) walkID() string { return x.ID }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1485,6 +1503,8 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 	walkMany(w, "qualifiers", x.Qualifiers)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) walkID() string { return x.ID }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -196,6 +196,8 @@ func (x *Invoice) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Invoice) walkID() string { return x.ID }
+
 func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -404,6 +406,8 @@ func (x *InvoiceParticipant) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *InvoiceParticipant) walkID() string { return x.ID }
+
 func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -540,6 +544,8 @@ func (x *InvoiceLineItem) walk(w *walker) {
 	walkOne(w, "chargeItemCodeableConcept", x.ChargeItemCodeableConcept)
 	walkMany(w, "priceComponent", x.PriceComponent)
 }
+
+func (x *InvoiceLineItem) walkID() string { return x.ID }
 
 func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -695,6 +701,8 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 	walkOne(w, "factor", x.Factor)
 	walkOne(w, "amount", x.Amount)
 }
+
+func (x *InvoiceLineItemPriceComponent) walkID() string { return x.ID }
 
 func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -314,6 +314,8 @@ func (x *Library) walk(w *walker) {
 	walkMany(w, "content", x.Content)
 }
 
+func (x *Library) walkID() string { return x.ID }
+
 func (x *Library) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

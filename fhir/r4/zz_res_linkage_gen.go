@@ -112,6 +112,8 @@ func (x *Linkage) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *Linkage) walkID() string { return x.ID }
+
 func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -266,6 +268,8 @@ func (x *LinkageItem) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "resource", x.Resource)
 }
+
+func (x *LinkageItem) walkID() string { return x.ID }
 
 func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -178,6 +178,8 @@ func (x *List) walk(w *walker) {
 	walkOne(w, "emptyReason", x.EmptyReason)
 }
 
+func (x *List) walkID() string { return x.ID }
+
 func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -389,6 +391,8 @@ func (x *ListEntry) walk(w *walker) {
 	walkOne(w, "date", x.Date)
 	walkOne(w, "item", x.Item)
 }
+
+func (x *ListEntry) walkID() string { return x.ID }
 
 func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

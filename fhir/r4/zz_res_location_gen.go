@@ -206,6 +206,8 @@ func (x *Location) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *Location) walkID() string { return x.ID }
+
 func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -432,6 +434,8 @@ func (x *LocationPosition) walk(w *walker) {
 	walkOne(w, "altitude", x.Altitude)
 }
 
+func (x *LocationPosition) walkID() string { return x.ID }
+
 func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -581,6 +585,8 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 	walkOne(w, "openingTime", x.OpeningTime)
 	walkOne(w, "closingTime", x.ClosingTime)
 }
+
+func (x *LocationHoursOfOperation) walkID() string { return x.ID }
 
 func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -390,6 +390,8 @@ func (x *Measure) walk(w *walker) {
 	walkMany(w, "supplementalData", x.SupplementalData)
 }
 
+func (x *Measure) walkID() string { return x.ID }
+
 func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -742,6 +744,8 @@ func (x *MeasureGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureGroup) walkID() string { return x.ID }
+
 func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -881,6 +885,8 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
 }
+
+func (x *MeasureGroupPopulation) walkID() string { return x.ID }
 
 func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1024,6 +1030,8 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *MeasureGroupStratifier) walkID() string { return x.ID }
+
 func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1163,6 +1171,8 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
 }
+
+func (x *MeasureGroupStratifierComponent) walkID() string { return x.ID }
 
 func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1305,6 +1315,8 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "criteria", x.Criteria)
 }
+
+func (x *MeasureSupplementalData) walkID() string { return x.ID }
 
 func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -166,6 +166,8 @@ func (x *MeasureReport) walk(w *walker) {
 	walkMany(w, "evaluatedResource", x.EvaluatedResource)
 }
 
+func (x *MeasureReport) walkID() string { return x.ID }
+
 func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -366,6 +368,8 @@ func (x *MeasureReportGroup) walk(w *walker) {
 	walkMany(w, "stratifier", x.Stratifier)
 }
 
+func (x *MeasureReportGroup) walkID() string { return x.ID }
+
 func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -505,6 +509,8 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
 
+func (x *MeasureReportGroupPopulation) walkID() string { return x.ID }
+
 func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -632,6 +638,8 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 	walkMany(w, "code", x.Code)
 	walkMany(w, "stratum", x.Stratum)
 }
+
+func (x *MeasureReportGroupStratifier) walkID() string { return x.ID }
 
 func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -768,6 +776,8 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 	walkOne(w, "measureScore", x.MeasureScore)
 }
 
+func (x *MeasureReportGroupStratifierStratum) walkID() string { return x.ID }
+
 func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -899,6 +909,8 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 	walkOne(w, "value", x.Value)
 }
 
+func (x *MeasureReportGroupStratifierStratumComponent) walkID() string { return x.ID }
+
 func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1029,6 +1041,8 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 	walkOne(w, "count", x.Count)
 	walkOne(w, "subjectResults", x.SubjectResults)
 }
+
+func (x *MeasureReportGroupStratifierStratumPopulation) walkID() string { return x.ID }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

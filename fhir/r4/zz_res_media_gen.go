@@ -246,6 +246,8 @@ func (x *Media) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Media) walkID() string { return x.ID }
+
 func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -142,6 +142,8 @@ func (x *Medication) walk(w *walker) {
 	walkOne(w, "batch", x.Batch)
 }
 
+func (x *Medication) walkID() string { return x.ID }
+
 func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -329,6 +331,8 @@ func (x *MedicationIngredient) walk(w *walker) {
 	walkOne(w, "strength", x.Strength)
 }
 
+func (x *MedicationIngredient) walkID() string { return x.ID }
+
 func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -471,6 +475,8 @@ func (x *MedicationBatch) walk(w *walker) {
 	walkOne(w, "lotNumber", x.LotNumber)
 	walkOne(w, "expirationDate", x.ExpirationDate)
 }
+
+func (x *MedicationBatch) walkID() string { return x.ID }
 
 func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

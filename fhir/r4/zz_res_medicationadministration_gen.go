@@ -224,6 +224,8 @@ func (x *MedicationAdministration) walk(w *walker) {
 	walkMany(w, "eventHistory", x.EventHistory)
 }
 
+func (x *MedicationAdministration) walkID() string { return x.ID }
+
 func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -465,6 +467,8 @@ func (x *MedicationAdministrationPerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *MedicationAdministrationPerformer) walkID() string { return x.ID }
+
 func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -619,6 +623,8 @@ func (x *MedicationAdministrationDosage) walk(w *walker) {
 	walkOne(w, "rateRatio", x.RateRatio)
 	walkOne(w, "rateQuantity", x.RateQuantity)
 }
+
+func (x *MedicationAdministrationDosage) walkID() string { return x.ID }
 
 func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

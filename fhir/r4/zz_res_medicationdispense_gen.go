@@ -254,6 +254,8 @@ func (x *MedicationDispense) walk(w *walker) {
 	walkMany(w, "eventHistory", x.EventHistory)
 }
 
+func (x *MedicationDispense) walkID() string { return x.ID }
+
 func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -515,6 +517,8 @@ func (x *MedicationDispensePerformer) walk(w *walker) {
 	walkOne(w, "actor", x.Actor)
 }
 
+func (x *MedicationDispensePerformer) walkID() string { return x.ID }
+
 func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -651,6 +655,8 @@ func (x *MedicationDispenseSubstitution) walk(w *walker) {
 	walkMany(w, "reason", x.Reason)
 	walkMany(w, "responsibleParty", x.ResponsibleParty)
 }
+
+func (x *MedicationDispenseSubstitution) walkID() string { return x.ID }
 
 func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

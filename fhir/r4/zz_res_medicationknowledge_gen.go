@@ -230,6 +230,8 @@ func (x *MedicationKnowledge) walk(w *walker) {
 	walkMany(w, "kinetics", x.Kinetics)
 }
 
+func (x *MedicationKnowledge) walkID() string { return x.ID }
+
 func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -461,6 +463,8 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) walk(w *walker) {
 	walkMany(w, "reference", x.Reference)
 }
 
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) walkID() string { return x.ID }
+
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -583,6 +587,8 @@ func (x *MedicationKnowledgeMonograph) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "source", x.Source)
 }
+
+func (x *MedicationKnowledgeMonograph) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -720,6 +726,8 @@ func (x *MedicationKnowledgeIngredient) walk(w *walker) {
 	walkOne(w, "isActive", x.IsActive)
 	walkOne(w, "strength", x.Strength)
 }
+
+func (x *MedicationKnowledgeIngredient) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -868,6 +876,8 @@ func (x *MedicationKnowledgeCost) walk(w *walker) {
 	walkOne(w, "cost", x.Cost)
 }
 
+func (x *MedicationKnowledgeCost) walkID() string { return x.ID }
+
 func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -997,6 +1007,8 @@ func (x *MedicationKnowledgeMonitoringProgram) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "name", x.Name)
 }
+
+func (x *MedicationKnowledgeMonitoringProgram) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1133,6 +1145,8 @@ func (x *MedicationKnowledgeAdministrationGuidelines) walk(w *walker) {
 	walkOne(w, "indicationReference", x.IndicationReference)
 	walkMany(w, "patientCharacteristics", x.PatientCharacteristics)
 }
+
+func (x *MedicationKnowledgeAdministrationGuidelines) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1272,6 +1286,8 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walk(w *walker) {
 	walkMany(w, "dosage", x.Dosage)
 }
 
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walkID() string { return x.ID }
+
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1401,6 +1417,10 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walk
 	walkOne(w, "characteristicCodeableConcept", x.CharacteristicCodeableConcept)
 	walkOne(w, "characteristicQuantity", x.CharacteristicQuantity)
 	walkMany(w, "value", x.Value)
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walkID() string {
+	return x.ID
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
@@ -1538,6 +1558,8 @@ func (x *MedicationKnowledgeMedicineClassification) walk(w *walker) {
 	walkMany(w, "classification", x.Classification)
 }
 
+func (x *MedicationKnowledgeMedicineClassification) walkID() string { return x.ID }
+
 func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1660,6 +1682,8 @@ func (x *MedicationKnowledgePackaging) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "quantity", x.Quantity)
 }
+
+func (x *MedicationKnowledgePackaging) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1805,6 +1829,8 @@ func (x *MedicationKnowledgeDrugCharacteristic) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueBase64Binary", x.ValueBase64Binary)
 }
+
+func (x *MedicationKnowledgeDrugCharacteristic) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1964,6 +1990,8 @@ func (x *MedicationKnowledgeRegulatory) walk(w *walker) {
 	walkOne(w, "maxDispense", x.MaxDispense)
 }
 
+func (x *MedicationKnowledgeRegulatory) walkID() string { return x.ID }
+
 func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2097,6 +2125,8 @@ func (x *MedicationKnowledgeRegulatorySubstitution) walk(w *walker) {
 	walkOne(w, "allowed", x.Allowed)
 }
 
+func (x *MedicationKnowledgeRegulatorySubstitution) walkID() string { return x.ID }
+
 func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2214,6 +2244,8 @@ func (x *MedicationKnowledgeRegulatorySchedule) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "schedule", x.Schedule)
 }
+
+func (x *MedicationKnowledgeRegulatorySchedule) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2333,6 +2365,8 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2462,6 +2496,8 @@ func (x *MedicationKnowledgeKinetics) walk(w *walker) {
 	walkMany(w, "lethalDose50", x.LethalDose50)
 	walkOne(w, "halfLifePeriod", x.HalfLifePeriod)
 }
+
+func (x *MedicationKnowledgeKinetics) walkID() string { return x.ID }
 
 func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

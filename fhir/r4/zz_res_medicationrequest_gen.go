@@ -312,6 +312,8 @@ func (x *MedicationRequest) walk(w *walker) {
 	walkMany(w, "eventHistory", x.EventHistory)
 }
 
+func (x *MedicationRequest) walkID() string { return x.ID }
+
 func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -642,6 +644,8 @@ func (x *MedicationRequestDispenseRequest) walk(w *walker) {
 	walkOne(w, "performer", x.Performer)
 }
 
+func (x *MedicationRequestDispenseRequest) walkID() string { return x.ID }
+
 func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -786,6 +790,8 @@ func (x *MedicationRequestDispenseRequestInitialFill) walk(w *walker) {
 	walkOne(w, "duration", x.Duration)
 }
 
+func (x *MedicationRequestDispenseRequestInitialFill) walkID() string { return x.ID }
+
 func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -916,6 +922,8 @@ func (x *MedicationRequestSubstitution) walk(w *walker) {
 	walkOne(w, "allowedCodeableConcept", x.AllowedCodeableConcept)
 	walkOne(w, "reason", x.Reason)
 }
+
+func (x *MedicationRequestSubstitution) walkID() string { return x.ID }
 
 func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -212,6 +212,8 @@ func (x *MedicationStatement) walk(w *walker) {
 	walkMany(w, "dosage", x.Dosage)
 }
 
+func (x *MedicationStatement) walkID() string { return x.ID }
+
 func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

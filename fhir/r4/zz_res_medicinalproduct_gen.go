@@ -214,6 +214,8 @@ func (x *MedicinalProduct) walk(w *walker) {
 	walkMany(w, "specialDesignation", x.SpecialDesignation)
 }
 
+func (x *MedicinalProduct) walkID() string { return x.ID }
+
 func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -443,6 +445,8 @@ func (x *MedicinalProductName) walk(w *walker) {
 	walkMany(w, "countryLanguage", x.CountryLanguage)
 }
 
+func (x *MedicinalProductName) walkID() string { return x.ID }
+
 func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -573,6 +577,8 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 }
 
+func (x *MedicinalProductNameNamePart) walkID() string { return x.ID }
+
 func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -702,6 +708,8 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 	walkOne(w, "jurisdiction", x.Jurisdiction)
 	walkOne(w, "language", x.Language)
 }
+
+func (x *MedicinalProductNameCountryLanguage) walkID() string { return x.ID }
 
 func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -855,6 +863,8 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 	walkMany(w, "manufacturer", x.Manufacturer)
 	walkOne(w, "regulator", x.Regulator)
 }
+
+func (x *MedicinalProductManufacturingBusinessOperation) walkID() string { return x.ID }
 
 func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1033,6 +1043,8 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 	walkOne(w, "date", x.Date)
 	walkOne(w, "species", x.Species)
 }
+
+func (x *MedicinalProductSpecialDesignation) walkID() string { return x.ID }
 
 func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -196,6 +196,8 @@ func (x *MedicinalProductAuthorization) walk(w *walker) {
 	walkOne(w, "procedure", x.Procedure)
 }
 
+func (x *MedicinalProductAuthorization) walkID() string { return x.ID }
+
 func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -422,6 +424,8 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walk(w *walke
 	walkOne(w, "validityPeriod", x.ValidityPeriod)
 }
 
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walkID() string { return x.ID }
+
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -576,6 +580,8 @@ func (x *MedicinalProductAuthorizationProcedure) walk(w *walker) {
 	walkOne(w, "dateDateTime", x.DateDateTime)
 	walkMany(w, "application", x.Application)
 }
+
+func (x *MedicinalProductAuthorizationProcedure) walkID() string { return x.ID }
 
 func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -134,6 +134,8 @@ func (x *MedicinalProductContraindication) walk(w *walker) {
 	walkMany(w, "population", x.Population)
 }
 
+func (x *MedicinalProductContraindication) walkID() string { return x.ID }
+
 func (x *MedicinalProductContraindication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -309,6 +311,8 @@ func (x *MedicinalProductContraindicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "medicationCodeableConcept", x.MedicationCodeableConcept)
 	walkOne(w, "medicationReference", x.MedicationReference)
 }
+
+func (x *MedicinalProductContraindicationOtherTherapy) walkID() string { return x.ID }
 
 func (x *MedicinalProductContraindicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -146,6 +146,8 @@ func (x *MedicinalProductIndication) walk(w *walker) {
 	walkMany(w, "population", x.Population)
 }
 
+func (x *MedicinalProductIndication) walkID() string { return x.ID }
+
 func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -327,6 +329,8 @@ func (x *MedicinalProductIndicationOtherTherapy) walk(w *walker) {
 	walkOne(w, "medicationCodeableConcept", x.MedicationCodeableConcept)
 	walkOne(w, "medicationReference", x.MedicationReference)
 }
+
+func (x *MedicinalProductIndicationOtherTherapy) walkID() string { return x.ID }
 
 func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

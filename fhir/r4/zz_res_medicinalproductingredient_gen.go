@@ -130,6 +130,8 @@ func (x *MedicinalProductIngredient) walk(w *walker) {
 	walkOne(w, "substance", x.Substance)
 }
 
+func (x *MedicinalProductIngredient) walkID() string { return x.ID }
+
 func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -307,6 +309,8 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 	walkMany(w, "strength", x.Strength)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstance) walkID() string { return x.ID }
+
 func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -469,6 +473,8 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 	walkMany(w, "country", x.Country)
 	walkMany(w, "referenceStrength", x.ReferenceStrength)
 }
+
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walkID() string { return x.ID }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -634,6 +640,10 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	walkMany(w, "country", x.Country)
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) walkID() string {
+	return x.ID
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -769,6 +779,8 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkMany(w, "strength", x.Strength)
 }
+
+func (x *MedicinalProductIngredientSubstance) walkID() string { return x.ID }
 
 func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

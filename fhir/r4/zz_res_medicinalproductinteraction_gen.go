@@ -136,6 +136,8 @@ func (x *MedicinalProductInteraction) walk(w *walker) {
 	walkOne(w, "management", x.Management)
 }
 
+func (x *MedicinalProductInteraction) walkID() string { return x.ID }
+
 func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -304,6 +306,8 @@ func (x *MedicinalProductInteractionInteractant) walk(w *walker) {
 	walkOne(w, "itemReference", x.ItemReference)
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 }
+
+func (x *MedicinalProductInteractionInteractant) walkID() string { return x.ID }
 
 func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

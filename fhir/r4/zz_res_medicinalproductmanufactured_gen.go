@@ -134,6 +134,8 @@ func (x *MedicinalProductManufactured) walk(w *walker) {
 	walkMany(w, "otherCharacteristics", x.OtherCharacteristics)
 }
 
+func (x *MedicinalProductManufactured) walkID() string { return x.ID }
+
 func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -148,6 +148,8 @@ func (x *MedicinalProductPackaged) walk(w *walker) {
 	walkMany(w, "packageItem", x.PackageItem)
 }
 
+func (x *MedicinalProductPackaged) walkID() string { return x.ID }
+
 func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -324,6 +326,8 @@ func (x *MedicinalProductPackagedBatchIdentifier) walk(w *walker) {
 	walkOne(w, "outerPackaging", x.OuterPackaging)
 	walkOne(w, "immediatePackaging", x.ImmediatePackaging)
 }
+
+func (x *MedicinalProductPackagedBatchIdentifier) walkID() string { return x.ID }
 
 func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -507,6 +511,8 @@ func (x *MedicinalProductPackagedPackageItem) walk(w *walker) {
 	walkMany(w, "shelfLifeStorage", x.ShelfLifeStorage)
 	walkMany(w, "manufacturer", x.Manufacturer)
 }
+
+func (x *MedicinalProductPackagedPackageItem) walkID() string { return x.ID }
 
 func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -134,6 +134,8 @@ func (x *MedicinalProductPharmaceutical) walk(w *walker) {
 	walkMany(w, "routeOfAdministration", x.RouteOfAdministration)
 }
 
+func (x *MedicinalProductPharmaceutical) walkID() string { return x.ID }
+
 func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -304,6 +306,8 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 }
 
+func (x *MedicinalProductPharmaceuticalCharacteristics) walkID() string { return x.ID }
+
 func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -457,6 +461,8 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walk(w *walker) {
 	walkMany(w, "targetSpecies", x.TargetSpecies)
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walkID() string { return x.ID }
+
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -600,6 +606,10 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walk(
 	walkMany(w, "withdrawalPeriod", x.WithdrawalPeriod)
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walkID() string {
+	return x.ID
+}
+
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -729,6 +739,10 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 	walkOne(w, "tissue", x.Tissue)
 	walkOne(w, "value", x.Value)
 	walkOne(w, "supportingInformation", x.SupportingInformation)
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) walkID() string {
+	return x.ID
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {

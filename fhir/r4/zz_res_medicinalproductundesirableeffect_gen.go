@@ -122,6 +122,8 @@ func (x *MedicinalProductUndesirableEffect) walk(w *walker) {
 	walkMany(w, "population", x.Population)
 }
 
+func (x *MedicinalProductUndesirableEffect) walkID() string { return x.ID }
+
 func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -278,6 +278,8 @@ func (x *MessageDefinition) walk(w *walker) {
 	walkMany(w, "graph", x.Graph)
 }
 
+func (x *MessageDefinition) walkID() string { return x.ID }
+
 func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -563,6 +565,8 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 	walkOne(w, "max", x.Max)
 }
 
+func (x *MessageDefinitionFocus) walkID() string { return x.ID }
+
 func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -701,6 +705,8 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 	walkOne(w, "message", x.Message)
 	walkOne(w, "situation", x.Situation)
 }
+
+func (x *MessageDefinitionAllowedResponse) walkID() string { return x.ID }
 
 func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

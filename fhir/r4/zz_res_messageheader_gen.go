@@ -168,6 +168,8 @@ func (x *MessageHeader) walk(w *walker) {
 	walkOne(w, "definition", x.Definition)
 }
 
+func (x *MessageHeader) walkID() string { return x.ID }
+
 func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -381,6 +383,8 @@ func (x *MessageHeaderDestination) walk(w *walker) {
 	walkOne(w, "receiver", x.Receiver)
 }
 
+func (x *MessageHeaderDestination) walkID() string { return x.ID }
+
 func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -540,6 +544,8 @@ func (x *MessageHeaderSource) walk(w *walker) {
 	walkOne(w, "endpoint", x.Endpoint)
 }
 
+func (x *MessageHeaderSource) walkID() string { return x.ID }
+
 func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -688,6 +694,8 @@ func (x *MessageHeaderResponse) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkOne(w, "details", x.Details)
 }
+
+func (x *MessageHeaderResponse) walkID() string { return x.ID }
 
 func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

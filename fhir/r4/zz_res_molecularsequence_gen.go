@@ -196,6 +196,8 @@ func (x *MolecularSequence) walk(w *walker) {
 	walkMany(w, "structureVariant", x.StructureVariant)
 }
 
+func (x *MolecularSequence) walkID() string { return x.ID }
+
 func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -458,6 +460,8 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 	walkOne(w, "windowEnd", x.WindowEnd)
 }
 
+func (x *MolecularSequenceReferenceSeq) walkID() string { return x.ID }
+
 func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -648,6 +652,8 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 	walkOne(w, "cigar", x.Cigar)
 	walkOne(w, "variantPointer", x.VariantPointer)
 }
+
+func (x *MolecularSequenceVariant) walkID() string { return x.ID }
 
 func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -893,6 +899,8 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 	walkOne(w, "roc", x.Roc)
 }
 
+func (x *MolecularSequenceQuality) walkID() string { return x.ID }
+
 func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1123,6 +1131,8 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 	walkMany(w, "fMeasure", x.FMeasure)
 }
 
+func (x *MolecularSequenceQualityRoc) walkID() string { return x.ID }
+
 func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1309,6 +1319,8 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 	walkOne(w, "readsetId", x.ReadsetID)
 }
 
+func (x *MolecularSequenceRepository) walkID() string { return x.ID }
+
 func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1476,6 +1488,8 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 	walkOne(w, "inner", x.Inner)
 }
 
+func (x *MolecularSequenceStructureVariant) walkID() string { return x.ID }
+
 func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1617,6 +1631,8 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 	walkOne(w, "end", x.End)
 }
 
+func (x *MolecularSequenceStructureVariantOuter) walkID() string { return x.ID }
+
 func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1745,6 +1761,8 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 	walkOne(w, "start", x.Start)
 	walkOne(w, "end", x.End)
 }
+
+func (x *MolecularSequenceStructureVariantInner) walkID() string { return x.ID }
 
 func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

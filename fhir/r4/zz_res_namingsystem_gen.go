@@ -186,6 +186,8 @@ func (x *NamingSystem) walk(w *walker) {
 	walkMany(w, "uniqueId", x.UniqueID)
 }
 
+func (x *NamingSystem) walkID() string { return x.ID }
+
 func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -411,6 +413,8 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 	walkOne(w, "period", x.Period)
 }
+
+func (x *NamingSystemUniqueId) walkID() string { return x.ID }
 
 func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -206,6 +206,8 @@ func (x *NutritionOrder) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *NutritionOrder) walkID() string { return x.ID }
+
 func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -446,6 +448,8 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 	walkOne(w, "instruction", x.Instruction)
 }
 
+func (x *NutritionOrderOralDiet) walkID() string { return x.ID }
+
 func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -586,6 +590,8 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *NutritionOrderOralDietNutrient) walkID() string { return x.ID }
+
 func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -708,6 +714,8 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 	walkOne(w, "modifier", x.Modifier)
 	walkOne(w, "foodType", x.FoodType)
 }
+
+func (x *NutritionOrderOralDietTexture) walkID() string { return x.ID }
 
 func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -853,6 +861,8 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 	walkOne(w, "instruction", x.Instruction)
 }
+
+func (x *NutritionOrderSupplement) walkID() string { return x.ID }
 
 func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1039,6 +1049,8 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 	walkOne(w, "administrationInstruction", x.AdministrationInstruction)
 }
 
+func (x *NutritionOrderEnteralFormula) walkID() string { return x.ID }
+
 func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1204,6 +1216,8 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 	walkOne(w, "rateQuantity", x.RateQuantity)
 	walkOne(w, "rateRatio", x.RateRatio)
 }
+
+func (x *NutritionOrderEnteralFormulaAdministration) walkID() string { return x.ID }
 
 func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -332,6 +332,8 @@ func (x *Observation) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *Observation) walkID() string { return x.ID }
+
 func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -680,6 +682,8 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 	walkOne(w, "text", x.Text)
 }
 
+func (x *ObservationReferenceRange) walkID() string { return x.ID }
+
 func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -907,6 +911,8 @@ func (x *ObservationComponent) walk(w *walker) {
 	walkMany(w, "interpretation", x.Interpretation)
 	walkMany(w, "referenceRange", x.ReferenceRange)
 }
+
+func (x *ObservationComponent) walkID() string { return x.ID }
 
 func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -176,6 +176,8 @@ func (x *ObservationDefinition) walk(w *walker) {
 	walkOne(w, "criticalCodedValueSet", x.CriticalCodedValueSet)
 }
 
+func (x *ObservationDefinition) walkID() string { return x.ID }
+
 func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -387,6 +389,8 @@ func (x *ObservationDefinitionQuantitativeDetails) walk(w *walker) {
 	walkOne(w, "decimalPrecision", x.DecimalPrecision)
 }
 
+func (x *ObservationDefinitionQuantitativeDetails) walkID() string { return x.ID }
+
 func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -561,6 +565,8 @@ func (x *ObservationDefinitionQualifiedInterval) walk(w *walker) {
 	walkOne(w, "gestationalAge", x.GestationalAge)
 	walkOne(w, "condition", x.Condition)
 }
+
+func (x *ObservationDefinitionQualifiedInterval) walkID() string { return x.ID }
 
 func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -290,6 +290,8 @@ func (x *OperationDefinition) walk(w *walker) {
 	walkMany(w, "overload", x.Overload)
 }
 
+func (x *OperationDefinition) walkID() string { return x.ID }
+
 func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -625,6 +627,8 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 	walkMany(w, "part", x.Part)
 }
 
+func (x *OperationDefinitionParameter) walkID() string { return x.ID }
+
 func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -796,6 +800,8 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 	walkOne(w, "valueSet", x.ValueSet)
 }
 
+func (x *OperationDefinitionParameterBinding) walkID() string { return x.ID }
+
 func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -925,6 +931,8 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *OperationDefinitionParameterReferencedFrom) walkID() string { return x.ID }
+
 func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1053,6 +1061,8 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 	walkMany(w, "parameterName", x.ParameterName)
 	walkOne(w, "comment", x.Comment)
 }
+
+func (x *OperationDefinitionOverload) walkID() string { return x.ID }
 
 func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -98,6 +98,8 @@ func (x *OperationOutcome) walk(w *walker) {
 	walkMany(w, "issue", x.Issue)
 }
 
+func (x *OperationOutcome) walkID() string { return x.ID }
+
 func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -275,6 +277,8 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 	walkMany(w, "location", x.Location)
 	walkMany(w, "expression", x.Expression)
 }
+
+func (x *OperationOutcomeIssue) walkID() string { return x.ID }
 
 func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -158,6 +158,8 @@ func (x *Organization) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *Organization) walkID() string { return x.ID }
+
 func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -352,6 +354,8 @@ func (x *OrganizationContact) walk(w *walker) {
 	walkMany(w, "telecom", x.Telecom)
 	walkOne(w, "address", x.Address)
 }
+
+func (x *OrganizationContact) walkID() string { return x.ID }
 
 func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -166,6 +166,8 @@ func (x *OrganizationAffiliation) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *OrganizationAffiliation) walkID() string { return x.ID }
+
 func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -74,6 +74,8 @@ func (x *Parameters) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 }
 
+func (x *Parameters) walkID() string { return x.ID }
+
 func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -547,6 +549,8 @@ func (x *ParametersParameter) walk(w *walker) {
 	w.resource("resource", x.Resource)
 	walkMany(w, "part", x.Part)
 }
+
+func (x *ParametersParameter) walkID() string { return x.ID }
 
 func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -214,6 +214,8 @@ func (x *Patient) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *Patient) walkID() string { return x.ID }
+
 func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -479,6 +481,8 @@ func (x *PatientContact) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 }
 
+func (x *PatientContact) walkID() string { return x.ID }
+
 func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -625,6 +629,8 @@ func (x *PatientCommunication) walk(w *walker) {
 	walkOne(w, "preferred", x.Preferred)
 }
 
+func (x *PatientCommunication) walkID() string { return x.ID }
+
 func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -750,6 +756,8 @@ func (x *PatientLink) walk(w *walker) {
 	walkOne(w, "other", x.Other)
 	walkOne(w, "type", x.Type)
 }
+
+func (x *PatientLink) walkID() string { return x.ID }
 
 func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -170,6 +170,8 @@ func (x *PaymentNotice) walk(w *walker) {
 	walkOne(w, "paymentStatus", x.PaymentStatus)
 }
 
+func (x *PaymentNotice) walkID() string { return x.ID }
+
 func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

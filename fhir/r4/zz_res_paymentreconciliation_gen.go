@@ -192,6 +192,8 @@ func (x *PaymentReconciliation) walk(w *walker) {
 	walkMany(w, "processNote", x.ProcessNote)
 }
 
+func (x *PaymentReconciliation) walkID() string { return x.ID }
+
 func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -447,6 +449,8 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *PaymentReconciliationDetail) walkID() string { return x.ID }
+
 func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -606,6 +610,8 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 	walkOne(w, "type", x.Type)
 	walkOne(w, "text", x.Text)
 }
+
+func (x *PaymentReconciliationProcessNote) walkID() string { return x.ID }
 
 func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

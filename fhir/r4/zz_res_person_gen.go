@@ -158,6 +158,8 @@ func (x *Person) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 }
 
+func (x *Person) walkID() string { return x.ID }
+
 func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -342,6 +344,8 @@ func (x *PersonLink) walk(w *walker) {
 	walkOne(w, "target", x.Target)
 	walkOne(w, "assurance", x.Assurance)
 }
+
+func (x *PersonLink) walkID() string { return x.ID }
 
 func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -316,6 +316,8 @@ func (x *PlanDefinition) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *PlanDefinition) walkID() string { return x.ID }
+
 func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -637,6 +639,8 @@ func (x *PlanDefinitionGoal) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *PlanDefinitionGoal) walkID() string { return x.ID }
+
 func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -797,6 +801,8 @@ func (x *PlanDefinitionGoalTarget) walk(w *walker) {
 	walkOne(w, "detailCodeableConcept", x.DetailCodeableConcept)
 	walkOne(w, "due", x.Due)
 }
+
+func (x *PlanDefinitionGoalTarget) walkID() string { return x.ID }
 
 func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1163,6 +1169,8 @@ func (x *PlanDefinitionAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *PlanDefinitionAction) walkID() string { return x.ID }
+
 func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1456,6 +1464,8 @@ func (x *PlanDefinitionActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *PlanDefinitionActionCondition) walkID() string { return x.ID }
+
 func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1595,6 +1605,8 @@ func (x *PlanDefinitionActionRelatedAction) walk(w *walker) {
 	walkOne(w, "offsetDuration", x.OffsetDuration)
 	walkOne(w, "offsetRange", x.OffsetRange)
 }
+
+func (x *PlanDefinitionActionRelatedAction) walkID() string { return x.ID }
 
 func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1738,6 +1750,8 @@ func (x *PlanDefinitionActionParticipant) walk(w *walker) {
 	walkOne(w, "role", x.Role)
 }
 
+func (x *PlanDefinitionActionParticipant) walkID() string { return x.ID }
+
 func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1863,6 +1877,8 @@ func (x *PlanDefinitionActionDynamicValue) walk(w *walker) {
 	walkOne(w, "path", x.Path)
 	walkOne(w, "expression", x.Expression)
 }
+
+func (x *PlanDefinitionActionDynamicValue) walkID() string { return x.ID }
 
 func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

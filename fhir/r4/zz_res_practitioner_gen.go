@@ -158,6 +158,8 @@ func (x *Practitioner) walk(w *walker) {
 	walkMany(w, "communication", x.Communication)
 }
 
+func (x *Practitioner) walkID() string { return x.ID }
+
 func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -352,6 +354,8 @@ func (x *PractitionerQualification) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 	walkOne(w, "issuer", x.Issuer)
 }
+
+func (x *PractitionerQualification) walkID() string { return x.ID }
 
 func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -180,6 +180,8 @@ func (x *PractitionerRole) walk(w *walker) {
 	walkMany(w, "endpoint", x.Endpoint)
 }
 
+func (x *PractitionerRole) walkID() string { return x.ID }
+
 func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -398,6 +400,8 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 	walkOne(w, "availableEndTime", x.AvailableEndTime)
 }
 
+func (x *PractitionerRoleAvailableTime) walkID() string { return x.ID }
+
 func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -534,6 +538,8 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "during", x.During)
 }
+
+func (x *PractitionerRoleNotAvailable) walkID() string { return x.ID }
 
 func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -294,6 +294,8 @@ func (x *Procedure) walk(w *walker) {
 	walkMany(w, "usedCode", x.UsedCode)
 }
 
+func (x *Procedure) walkID() string { return x.ID }
+
 func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -583,6 +585,8 @@ func (x *ProcedurePerformer) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProcedurePerformer) walkID() string { return x.ID }
+
 func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -709,6 +713,8 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 	walkOne(w, "action", x.Action)
 	walkOne(w, "manipulated", x.Manipulated)
 }
+
+func (x *ProcedureFocalDevice) walkID() string { return x.ID }
 
 func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

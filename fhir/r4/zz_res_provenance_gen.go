@@ -164,6 +164,8 @@ func (x *Provenance) walk(w *walker) {
 	walkMany(w, "signature", x.Signature)
 }
 
+func (x *Provenance) walkID() string { return x.ID }
+
 func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -370,6 +372,8 @@ func (x *ProvenanceAgent) walk(w *walker) {
 	walkOne(w, "onBehalfOf", x.OnBehalfOf)
 }
 
+func (x *ProvenanceAgent) walkID() string { return x.ID }
+
 func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -508,6 +512,8 @@ func (x *ProvenanceEntity) walk(w *walker) {
 	walkOne(w, "what", x.What)
 	walkMany(w, "agent", x.Agent)
 }
+
+func (x *ProvenanceEntity) walkID() string { return x.ID }
 
 func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

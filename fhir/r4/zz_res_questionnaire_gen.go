@@ -254,6 +254,8 @@ func (x *Questionnaire) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *Questionnaire) walkID() string { return x.ID }
+
 func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -603,6 +605,8 @@ func (x *QuestionnaireItem) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *QuestionnaireItem) walkID() string { return x.ID }
+
 func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -871,6 +875,8 @@ func (x *QuestionnaireItemEnableWhen) walk(w *walker) {
 	walkOne(w, "answerReference", x.AnswerReference)
 }
 
+func (x *QuestionnaireItemEnableWhen) walkID() string { return x.ID }
+
 func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1097,6 +1103,8 @@ func (x *QuestionnaireItemAnswerOption) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 	walkOne(w, "initialSelected", x.InitialSelected)
 }
+
+func (x *QuestionnaireItemAnswerOption) walkID() string { return x.ID }
 
 func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1332,6 +1340,8 @@ func (x *QuestionnaireItemInitial) walk(w *walker) {
 	walkOne(w, "valueQuantity", x.ValueQuantity)
 	walkOne(w, "valueReference", x.ValueReference)
 }
+
+func (x *QuestionnaireItemInitial) walkID() string { return x.ID }
 
 func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -164,6 +164,8 @@ func (x *QuestionnaireResponse) walk(w *walker) {
 	walkMany(w, "item", x.Item)
 }
 
+func (x *QuestionnaireResponse) walkID() string { return x.ID }
+
 func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -374,6 +376,8 @@ func (x *QuestionnaireResponseItem) walk(w *walker) {
 	walkMany(w, "answer", x.Answer)
 	walkMany(w, "item", x.Item)
 }
+
+func (x *QuestionnaireResponseItem) walkID() string { return x.ID }
 
 func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -594,6 +598,8 @@ func (x *QuestionnaireResponseItemAnswer) walk(w *walker) {
 	walkOne(w, "valueReference", x.ValueReference)
 	walkMany(w, "item", x.Item)
 }
+
+func (x *QuestionnaireResponseItemAnswer) walkID() string { return x.ID }
 
 func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -170,6 +170,8 @@ func (x *RelatedPerson) walk(w *walker) {
 	walkMany(w, "communication", x.Communication)
 }
 
+func (x *RelatedPerson) walkID() string { return x.ID }
+
 func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -362,6 +364,8 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 	walkOne(w, "language", x.Language)
 	walkOne(w, "preferred", x.Preferred)
 }
+
+func (x *RelatedPersonCommunication) walkID() string { return x.ID }
 
 func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

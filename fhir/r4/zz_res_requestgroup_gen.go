@@ -212,6 +212,8 @@ func (x *RequestGroup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroup) walkID() string { return x.ID }
+
 func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -584,6 +586,8 @@ func (x *RequestGroupAction) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *RequestGroupAction) walkID() string { return x.ID }
+
 func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -819,6 +823,8 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *RequestGroupActionCondition) walkID() string { return x.ID }
+
 func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -958,6 +964,8 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 	walkOne(w, "offsetDuration", x.OffsetDuration)
 	walkOne(w, "offsetRange", x.OffsetRange)
 }
+
+func (x *RequestGroupActionRelatedAction) walkID() string { return x.ID }
 
 func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -338,6 +338,8 @@ func (x *ResearchDefinition) walk(w *walker) {
 	walkOne(w, "outcome", x.Outcome)
 }
 
+func (x *ResearchDefinition) walkID() string { return x.ID }
+
 func (x *ResearchDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

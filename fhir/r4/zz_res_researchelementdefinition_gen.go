@@ -336,6 +336,8 @@ func (x *ResearchElementDefinition) walk(w *walker) {
 	walkMany(w, "characteristic", x.Characteristic)
 }
 
+func (x *ResearchElementDefinition) walkID() string { return x.ID }
+
 func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -768,6 +770,8 @@ func (x *ResearchElementDefinitionCharacteristic) walk(w *walker) {
 	walkOne(w, "participantEffectiveTimeFromStart", x.ParticipantEffectiveTimeFromStart)
 	walkOne(w, "participantEffectiveGroupMeasure", x.ParticipantEffectiveGroupMeasure)
 }
+
+func (x *ResearchElementDefinitionCharacteristic) walkID() string { return x.ID }
 
 func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -242,6 +242,8 @@ func (x *ResearchStudy) walk(w *walker) {
 	walkMany(w, "objective", x.Objective)
 }
 
+func (x *ResearchStudy) walkID() string { return x.ID }
+
 func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -491,6 +493,8 @@ func (x *ResearchStudyArm) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 }
 
+func (x *ResearchStudyArm) walkID() string { return x.ID }
+
 func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -621,6 +625,8 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkOne(w, "type", x.Type)
 }
+
+func (x *ResearchStudyObjective) walkID() string { return x.ID }
 
 func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -146,6 +146,8 @@ func (x *ResearchSubject) walk(w *walker) {
 	walkOne(w, "consent", x.Consent)
 }
 
+func (x *ResearchSubject) walkID() string { return x.ID }
+
 func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -206,6 +206,8 @@ func (x *RiskAssessment) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *RiskAssessment) walkID() string { return x.ID }
+
 func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -469,6 +471,8 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 	walkOne(w, "whenRange", x.WhenRange)
 	walkOne(w, "rationale", x.Rationale)
 }
+
+func (x *RiskAssessmentPrediction) walkID() string { return x.ID }
 
 func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -300,6 +300,8 @@ func (x *RiskEvidenceSynthesis) walk(w *walker) {
 	walkMany(w, "certainty", x.Certainty)
 }
 
+func (x *RiskEvidenceSynthesis) walkID() string { return x.ID }
+
 func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -587,6 +589,8 @@ func (x *RiskEvidenceSynthesisSampleSize) walk(w *walker) {
 	walkOne(w, "numberOfParticipants", x.NumberOfParticipants)
 }
 
+func (x *RiskEvidenceSynthesisSampleSize) walkID() string { return x.ID }
+
 func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -755,6 +759,8 @@ func (x *RiskEvidenceSynthesisRiskEstimate) walk(w *walker) {
 	walkMany(w, "precisionEstimate", x.PrecisionEstimate)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimate) walkID() string { return x.ID }
+
 func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -920,6 +926,8 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walk(w *walker) {
 	walkOne(w, "to", x.To)
 }
 
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walkID() string { return x.ID }
+
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1060,6 +1068,8 @@ func (x *RiskEvidenceSynthesisCertainty) walk(w *walker) {
 	walkMany(w, "certaintySubcomponent", x.CertaintySubcomponent)
 }
 
+func (x *RiskEvidenceSynthesisCertainty) walkID() string { return x.ID }
+
 func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1192,6 +1202,8 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) {
 	walkMany(w, "rating", x.Rating)
 	walkMany(w, "note", x.Note)
 }
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walkID() string { return x.ID }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -144,6 +144,8 @@ func (x *Schedule) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *Schedule) walkID() string { return x.ID }
+
 func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

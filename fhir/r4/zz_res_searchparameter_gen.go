@@ -292,6 +292,8 @@ func (x *SearchParameter) walk(w *walker) {
 	walkMany(w, "component", x.Component)
 }
 
+func (x *SearchParameter) walkID() string { return x.ID }
+
 func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -561,6 +563,8 @@ func (x *SearchParameterComponent) walk(w *walker) {
 	walkOne(w, "definition", x.Definition)
 	walkOne(w, "expression", x.Expression)
 }
+
+func (x *SearchParameterComponent) walkID() string { return x.ID }
 
 func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -340,6 +340,8 @@ func (x *ServiceRequest) walk(w *walker) {
 	walkMany(w, "relevantHistory", x.RelevantHistory)
 }
 
+func (x *ServiceRequest) walkID() string { return x.ID }
+
 func (x *ServiceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -168,6 +168,8 @@ func (x *Slot) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *Slot) walkID() string { return x.ID }
+
 func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

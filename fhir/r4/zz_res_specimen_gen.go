@@ -174,6 +174,8 @@ func (x *Specimen) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *Specimen) walkID() string { return x.ID }
+
 func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -412,6 +414,8 @@ func (x *SpecimenCollection) walk(w *walker) {
 	walkOne(w, "fastingStatusDuration", x.FastingStatusDuration)
 }
 
+func (x *SpecimenCollection) walkID() string { return x.ID }
+
 func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -600,6 +604,8 @@ func (x *SpecimenProcessing) walk(w *walker) {
 	walkOne(w, "timePeriod", x.TimePeriod)
 }
 
+func (x *SpecimenProcessing) walkID() string { return x.ID }
+
 func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -775,6 +781,8 @@ func (x *SpecimenContainer) walk(w *walker) {
 	walkOne(w, "additiveCodeableConcept", x.AdditiveCodeableConcept)
 	walkOne(w, "additiveReference", x.AdditiveReference)
 }
+
+func (x *SpecimenContainer) walkID() string { return x.ID }
 
 func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

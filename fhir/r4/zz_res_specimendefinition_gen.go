@@ -130,6 +130,8 @@ func (x *SpecimenDefinition) walk(w *walker) {
 	walkMany(w, "typeTested", x.TypeTested)
 }
 
+func (x *SpecimenDefinition) walkID() string { return x.ID }
+
 func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -337,6 +339,8 @@ func (x *SpecimenDefinitionTypeTested) walk(w *walker) {
 	walkMany(w, "handling", x.Handling)
 }
 
+func (x *SpecimenDefinitionTypeTested) walkID() string { return x.ID }
+
 func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -535,6 +539,8 @@ func (x *SpecimenDefinitionTypeTestedContainer) walk(w *walker) {
 	walkOne(w, "preparation", x.Preparation)
 }
 
+func (x *SpecimenDefinitionTypeTestedContainer) walkID() string { return x.ID }
+
 func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -696,6 +702,8 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) walk(w *walker) {
 	walkOne(w, "additiveReference", x.AdditiveReference)
 }
 
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) walkID() string { return x.ID }
+
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -839,6 +847,8 @@ func (x *SpecimenDefinitionTypeTestedHandling) walk(w *walker) {
 	walkOne(w, "maxDuration", x.MaxDuration)
 	walkOne(w, "instruction", x.Instruction)
 }
+
+func (x *SpecimenDefinitionTypeTestedHandling) walkID() string { return x.ID }
 
 func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -290,6 +290,8 @@ func (x *StructureDefinition) walk(w *walker) {
 	walkOne(w, "differential", x.Differential)
 }
 
+func (x *StructureDefinition) walkID() string { return x.ID }
+
 func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -576,6 +578,8 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 }
 
+func (x *StructureDefinitionMapping) walkID() string { return x.ID }
+
 func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -715,6 +719,8 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 	walkOne(w, "expression", x.Expression)
 }
 
+func (x *StructureDefinitionContext) walkID() string { return x.ID }
+
 func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -834,6 +840,8 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 	walkMany(w, "element", x.Element)
 }
 
+func (x *StructureDefinitionSnapshot) walkID() string { return x.ID }
+
 func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -946,6 +954,8 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkMany(w, "element", x.Element)
 }
+
+func (x *StructureDefinitionDifferential) walkID() string { return x.ID }
 
 func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

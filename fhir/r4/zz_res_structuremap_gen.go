@@ -224,6 +224,8 @@ func (x *StructureMap) walk(w *walker) {
 	walkMany(w, "group", x.Group)
 }
 
+func (x *StructureMap) walkID() string { return x.ID }
+
 func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -468,6 +470,8 @@ func (x *StructureMapStructure) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *StructureMapStructure) walkID() string { return x.ID }
+
 func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -635,6 +639,8 @@ func (x *StructureMapGroup) walk(w *walker) {
 	walkMany(w, "rule", x.Rule)
 }
 
+func (x *StructureMapGroup) walkID() string { return x.ID }
+
 func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -798,6 +804,8 @@ func (x *StructureMapGroupInput) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *StructureMapGroupInput) walkID() string { return x.ID }
+
 func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -960,6 +968,8 @@ func (x *StructureMapGroupRule) walk(w *walker) {
 	walkMany(w, "dependent", x.Dependent)
 	walkOne(w, "documentation", x.Documentation)
 }
+
+func (x *StructureMapGroupRule) walkID() string { return x.ID }
 
 func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1508,6 +1518,8 @@ func (x *StructureMapGroupRuleSource) walk(w *walker) {
 	walkOne(w, "logMessage", x.LogMessage)
 }
 
+func (x *StructureMapGroupRuleSource) walkID() string { return x.ID }
+
 func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1997,6 +2009,8 @@ func (x *StructureMapGroupRuleTarget) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 }
 
+func (x *StructureMapGroupRuleTarget) walkID() string { return x.ID }
+
 func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2179,6 +2193,8 @@ func (x *StructureMapGroupRuleTargetParameter) walk(w *walker) {
 	walkOne(w, "valueDecimal", x.ValueDecimal)
 }
 
+func (x *StructureMapGroupRuleTargetParameter) walkID() string { return x.ID }
+
 func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2332,6 +2348,8 @@ func (x *StructureMapGroupRuleDependent) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkMany(w, "variable", x.Variable)
 }
+
+func (x *StructureMapGroupRuleDependent) walkID() string { return x.ID }
 
 func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

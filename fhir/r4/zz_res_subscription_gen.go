@@ -144,6 +144,8 @@ func (x *Subscription) walk(w *walker) {
 	walkOne(w, "channel", x.Channel)
 }
 
+func (x *Subscription) walkID() string { return x.ID }
+
 func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -336,6 +338,8 @@ func (x *SubscriptionChannel) walk(w *walker) {
 	walkOne(w, "payload", x.Payload)
 	walkMany(w, "header", x.Header)
 }
+
+func (x *SubscriptionChannel) walkID() string { return x.ID }
 
 func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

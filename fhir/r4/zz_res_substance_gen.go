@@ -138,6 +138,8 @@ func (x *Substance) walk(w *walker) {
 	walkMany(w, "ingredient", x.Ingredient)
 }
 
+func (x *Substance) walkID() string { return x.ID }
+
 func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -316,6 +318,8 @@ func (x *SubstanceInstance) walk(w *walker) {
 	walkOne(w, "quantity", x.Quantity)
 }
 
+func (x *SubstanceInstance) walkID() string { return x.ID }
+
 func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -449,6 +453,8 @@ func (x *SubstanceIngredient) walk(w *walker) {
 	walkOne(w, "substanceCodeableConcept", x.SubstanceCodeableConcept)
 	walkOne(w, "substanceReference", x.SubstanceReference)
 }
+
+func (x *SubstanceIngredient) walkID() string { return x.ID }
 
 func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

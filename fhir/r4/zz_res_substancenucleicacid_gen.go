@@ -126,6 +126,8 @@ func (x *SubstanceNucleicAcid) walk(w *walker) {
 	walkMany(w, "subunit", x.Subunit)
 }
 
+func (x *SubstanceNucleicAcid) walkID() string { return x.ID }
+
 func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -330,6 +332,8 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 	walkMany(w, "sugar", x.Sugar)
 }
 
+func (x *SubstanceNucleicAcidSubunit) walkID() string { return x.ID }
+
 func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -498,6 +502,8 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 	walkOne(w, "residueSite", x.ResidueSite)
 }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) walkID() string { return x.ID }
+
 func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -641,6 +647,8 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 	walkOne(w, "name", x.Name)
 	walkOne(w, "residueSite", x.ResidueSite)
 }
+
+func (x *SubstanceNucleicAcidSubunitSugar) walkID() string { return x.ID }
 
 func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

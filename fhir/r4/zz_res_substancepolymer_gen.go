@@ -130,6 +130,8 @@ func (x *SubstancePolymer) walk(w *walker) {
 	walkMany(w, "repeat", x.Repeat)
 }
 
+func (x *SubstancePolymer) walkID() string { return x.ID }
+
 func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -295,6 +297,8 @@ func (x *SubstancePolymerMonomerSet) walk(w *walker) {
 	walkMany(w, "startingMaterial", x.StartingMaterial)
 }
 
+func (x *SubstancePolymerMonomerSet) walkID() string { return x.ID }
+
 func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -431,6 +435,8 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) walk(w *walker) {
 	walkOne(w, "isDefining", x.IsDefining)
 	walkOne(w, "amount", x.Amount)
 }
+
+func (x *SubstancePolymerMonomerSetStartingMaterial) walkID() string { return x.ID }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -579,6 +585,8 @@ func (x *SubstancePolymerRepeat) walk(w *walker) {
 	walkOne(w, "repeatUnitAmountType", x.RepeatUnitAmountType)
 	walkMany(w, "repeatUnit", x.RepeatUnit)
 }
+
+func (x *SubstancePolymerRepeat) walkID() string { return x.ID }
 
 func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -733,6 +741,8 @@ func (x *SubstancePolymerRepeatRepeatUnit) walk(w *walker) {
 	walkMany(w, "structuralRepresentation", x.StructuralRepresentation)
 }
 
+func (x *SubstancePolymerRepeatRepeatUnit) walkID() string { return x.ID }
+
 func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -869,6 +879,8 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walk(w *walker)
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walkID() string { return x.ID }
+
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -999,6 +1011,8 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walk(w *walke
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
 }
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walkID() string { return x.ID }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -120,6 +120,8 @@ func (x *SubstanceProtein) walk(w *walker) {
 	walkMany(w, "subunit", x.Subunit)
 }
 
+func (x *SubstanceProtein) walkID() string { return x.ID }
+
 func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -323,6 +325,8 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 	walkOne(w, "cTerminalModificationId", x.CTerminalModificationID)
 	walkOne(w, "cTerminalModification", x.CTerminalModification)
 }
+
+func (x *SubstanceProteinSubunit) walkID() string { return x.ID }
 
 func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

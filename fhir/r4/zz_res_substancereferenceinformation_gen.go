@@ -124,6 +124,8 @@ func (x *SubstanceReferenceInformation) walk(w *walker) {
 	walkMany(w, "target", x.Target)
 }
 
+func (x *SubstanceReferenceInformation) walkID() string { return x.ID }
+
 func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -291,6 +293,8 @@ func (x *SubstanceReferenceInformationGene) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceReferenceInformationGene) walkID() string { return x.ID }
+
 func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -423,6 +427,8 @@ func (x *SubstanceReferenceInformationGeneElement) walk(w *walker) {
 	walkOne(w, "element", x.Element)
 	walkMany(w, "source", x.Source)
 }
+
+func (x *SubstanceReferenceInformationGeneElement) walkID() string { return x.ID }
 
 func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -562,6 +568,8 @@ func (x *SubstanceReferenceInformationClassification) walk(w *walker) {
 	walkMany(w, "subtype", x.Subtype)
 	walkMany(w, "source", x.Source)
 }
+
+func (x *SubstanceReferenceInformationClassification) walkID() string { return x.ID }
 
 func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -743,6 +751,8 @@ func (x *SubstanceReferenceInformationTarget) walk(w *walker) {
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
 }
+
+func (x *SubstanceReferenceInformationTarget) walkID() string { return x.ID }
 
 func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -176,6 +176,8 @@ func (x *SubstanceSourceMaterial) walk(w *walker) {
 	walkMany(w, "partDescription", x.PartDescription)
 }
 
+func (x *SubstanceSourceMaterial) walkID() string { return x.ID }
+
 func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -373,6 +375,8 @@ func (x *SubstanceSourceMaterialFractionDescription) walk(w *walker) {
 	walkOne(w, "materialType", x.MaterialType)
 }
 
+func (x *SubstanceSourceMaterialFractionDescription) walkID() string { return x.ID }
+
 func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -535,6 +539,8 @@ func (x *SubstanceSourceMaterialOrganism) walk(w *walker) {
 	walkOne(w, "organismGeneral", x.OrganismGeneral)
 }
 
+func (x *SubstanceSourceMaterialOrganism) walkID() string { return x.ID }
+
 func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -685,6 +691,8 @@ func (x *SubstanceSourceMaterialOrganismAuthor) walk(w *walker) {
 	walkOne(w, "authorDescription", x.AuthorDescription)
 }
 
+func (x *SubstanceSourceMaterialOrganismAuthor) walkID() string { return x.ID }
+
 func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -834,6 +842,8 @@ func (x *SubstanceSourceMaterialOrganismHybrid) walk(w *walker) {
 	walkOne(w, "paternalOrganismName", x.PaternalOrganismName)
 	walkOne(w, "hybridType", x.HybridType)
 }
+
+func (x *SubstanceSourceMaterialOrganismHybrid) walkID() string { return x.ID }
 
 func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -986,6 +996,8 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walk(w *walker) {
 	walkOne(w, "order", x.Order)
 }
 
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walkID() string { return x.ID }
+
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1116,6 +1128,8 @@ func (x *SubstanceSourceMaterialPartDescription) walk(w *walker) {
 	walkOne(w, "part", x.Part)
 	walkOne(w, "partLocation", x.PartLocation)
 }
+
+func (x *SubstanceSourceMaterialPartDescription) walkID() string { return x.ID }
 
 func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -210,6 +210,8 @@ func (x *SubstanceSpecification) walk(w *walker) {
 	walkOne(w, "sourceMaterial", x.SourceMaterial)
 }
 
+func (x *SubstanceSpecification) walkID() string { return x.ID }
+
 func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -470,6 +472,8 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 	walkOne(w, "amountString", x.AmountString)
 }
 
+func (x *SubstanceSpecificationMoiety) walkID() string { return x.ID }
+
 func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -660,6 +664,8 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 	walkOne(w, "amountQuantity", x.AmountQuantity)
 	walkOne(w, "amountString", x.AmountString)
 }
+
+func (x *SubstanceSpecificationProperty) walkID() string { return x.ID }
 
 func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -860,6 +866,8 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 	walkMany(w, "representation", x.Representation)
 }
 
+func (x *SubstanceSpecificationStructure) walkID() string { return x.ID }
+
 func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1027,6 +1035,8 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 	walkOne(w, "molecularWeight", x.MolecularWeight)
 }
 
+func (x *SubstanceSpecificationStructureIsotope) walkID() string { return x.ID }
+
 func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1168,6 +1178,8 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 	walkOne(w, "amount", x.Amount)
 }
 
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walkID() string { return x.ID }
+
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1302,6 +1314,8 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 	walkOne(w, "representation", x.Representation)
 	walkOne(w, "attachment", x.Attachment)
 }
+
+func (x *SubstanceSpecificationStructureRepresentation) walkID() string { return x.ID }
 
 func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1452,6 +1466,8 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 	walkOne(w, "comment", x.Comment)
 	walkMany(w, "source", x.Source)
 }
+
+func (x *SubstanceSpecificationCode) walkID() string { return x.ID }
 
 func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1648,6 +1664,8 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 	walkMany(w, "source", x.Source)
 }
 
+func (x *SubstanceSpecificationName) walkID() string { return x.ID }
+
 func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1816,6 +1834,8 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 	walkOne(w, "status", x.Status)
 	walkOne(w, "date", x.Date)
 }
+
+func (x *SubstanceSpecificationNameOfficial) walkID() string { return x.ID }
 
 func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2002,6 +2022,8 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 	walkOne(w, "amountType", x.AmountType)
 	walkMany(w, "source", x.Source)
 }
+
+func (x *SubstanceSpecificationRelationship) walkID() string { return x.ID }
 
 func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

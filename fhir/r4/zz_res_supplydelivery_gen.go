@@ -174,6 +174,8 @@ func (x *SupplyDelivery) walk(w *walker) {
 	walkMany(w, "receiver", x.Receiver)
 }
 
+func (x *SupplyDelivery) walkID() string { return x.ID }
+
 func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -381,6 +383,8 @@ func (x *SupplyDeliverySuppliedItem) walk(w *walker) {
 	walkOne(w, "itemCodeableConcept", x.ItemCodeableConcept)
 	walkOne(w, "itemReference", x.ItemReference)
 }
+
+func (x *SupplyDeliverySuppliedItem) walkID() string { return x.ID }
 
 func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -208,6 +208,8 @@ func (x *SupplyRequest) walk(w *walker) {
 	walkOne(w, "deliverTo", x.DeliverTo)
 }
 
+func (x *SupplyRequest) walkID() string { return x.ID }
+
 func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -458,6 +460,8 @@ func (x *SupplyRequestParameter) walk(w *walker) {
 	walkOne(w, "valueRange", x.ValueRange)
 	walkOne(w, "valueBoolean", x.ValueBoolean)
 }
+
+func (x *SupplyRequestParameter) walkID() string { return x.ID }
 
 func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -294,6 +294,8 @@ func (x *Task) walk(w *walker) {
 	walkMany(w, "output", x.Output)
 }
 
+func (x *Task) walkID() string { return x.ID }
+
 func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -573,6 +575,8 @@ func (x *TaskRestriction) walk(w *walker) {
 	walkOne(w, "period", x.Period)
 	walkMany(w, "recipient", x.Recipient)
 }
+
+func (x *TaskRestriction) walkID() string { return x.ID }
 
 func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1033,6 +1037,8 @@ func (x *TaskInput) walk(w *walker) {
 	walkOne(w, "valueDosage", x.ValueDosage)
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
+
+func (x *TaskInput) walkID() string { return x.ID }
 
 func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1758,6 +1764,8 @@ func (x *TaskOutput) walk(w *walker) {
 	walkOne(w, "valueDosage", x.ValueDosage)
 	walkOne(w, "valueMeta", x.ValueMeta)
 }
+
+func (x *TaskOutput) walkID() string { return x.ID }
 
 func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

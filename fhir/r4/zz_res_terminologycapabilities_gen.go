@@ -264,6 +264,8 @@ func (x *TerminologyCapabilities) walk(w *walker) {
 	walkOne(w, "closure", x.Closure)
 }
 
+func (x *TerminologyCapabilities) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -518,6 +520,8 @@ func (x *TerminologyCapabilitiesSoftware) walk(w *walker) {
 	walkOne(w, "version", x.Version)
 }
 
+func (x *TerminologyCapabilitiesSoftware) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -646,6 +650,8 @@ func (x *TerminologyCapabilitiesImplementation) walk(w *walker) {
 	walkOne(w, "description", x.Description)
 	walkOne(w, "url", x.URL)
 }
+
+func (x *TerminologyCapabilitiesImplementation) walkID() string { return x.ID }
 
 func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -781,6 +787,8 @@ func (x *TerminologyCapabilitiesCodeSystem) walk(w *walker) {
 	walkMany(w, "version", x.Version)
 	walkOne(w, "subsumption", x.Subsumption)
 }
+
+func (x *TerminologyCapabilitiesCodeSystem) walkID() string { return x.ID }
 
 func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -945,6 +953,8 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) walk(w *walker) {
 	walkMany(w, "property", x.Property)
 }
 
+func (x *TerminologyCapabilitiesCodeSystemVersion) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1092,6 +1102,8 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walk(w *walker) {
 	walkOne(w, "code", x.Code)
 	walkMany(w, "op", x.Op)
 }
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walkID() string { return x.ID }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1244,6 +1256,8 @@ func (x *TerminologyCapabilitiesExpansion) walk(w *walker) {
 	walkOne(w, "textFilter", x.TextFilter)
 }
 
+func (x *TerminologyCapabilitiesExpansion) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1387,6 +1401,8 @@ func (x *TerminologyCapabilitiesExpansionParameter) walk(w *walker) {
 	walkOne(w, "documentation", x.Documentation)
 }
 
+func (x *TerminologyCapabilitiesExpansionParameter) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1508,6 +1524,8 @@ func (x *TerminologyCapabilitiesValidateCode) walk(w *walker) {
 	walkOne(w, "translations", x.Translations)
 }
 
+func (x *TerminologyCapabilitiesValidateCode) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1624,6 +1642,8 @@ func (x *TerminologyCapabilitiesTranslation) walk(w *walker) {
 	walkOne(w, "needsMap", x.NeedsMap)
 }
 
+func (x *TerminologyCapabilitiesTranslation) walkID() string { return x.ID }
+
 func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1739,6 +1759,8 @@ func (x *TerminologyCapabilitiesClosure) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "translation", x.Translation)
 }
+
+func (x *TerminologyCapabilitiesClosure) walkID() string { return x.ID }
 
 func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

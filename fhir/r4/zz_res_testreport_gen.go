@@ -176,6 +176,8 @@ func (x *TestReport) walk(w *walker) {
 	walkOne(w, "teardown", x.Teardown)
 }
 
+func (x *TestReport) walkID() string { return x.ID }
+
 func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -382,6 +384,8 @@ func (x *TestReportParticipant) walk(w *walker) {
 	walkOne(w, "display", x.Display)
 }
 
+func (x *TestReportParticipant) walkID() string { return x.ID }
+
 func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -506,6 +510,8 @@ func (x *TestReportSetup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportSetup) walkID() string { return x.ID }
+
 func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -624,6 +630,8 @@ func (x *TestReportSetupAction) walk(w *walker) {
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
 }
+
+func (x *TestReportSetupAction) walkID() string { return x.ID }
 
 func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -759,6 +767,8 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 	walkOne(w, "message", x.Message)
 	walkOne(w, "detail", x.Detail)
 }
+
+func (x *TestReportSetupActionOperation) walkID() string { return x.ID }
 
 func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -902,6 +912,8 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 	walkOne(w, "detail", x.Detail)
 }
 
+func (x *TestReportSetupActionAssert) walkID() string { return x.ID }
+
 func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1042,6 +1054,8 @@ func (x *TestReportTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTest) walkID() string { return x.ID }
+
 func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1171,6 +1185,8 @@ func (x *TestReportTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestReportTestAction) walkID() string { return x.ID }
+
 func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1288,6 +1304,8 @@ func (x *TestReportTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestReportTeardown) walkID() string { return x.ID }
+
 func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1400,6 +1418,8 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 }
+
+func (x *TestReportTeardownAction) walkID() string { return x.ID }
 
 func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

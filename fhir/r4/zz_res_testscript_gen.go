@@ -258,6 +258,8 @@ func (x *TestScript) walk(w *walker) {
 	walkOne(w, "teardown", x.Teardown)
 }
 
+func (x *TestScript) walkID() string { return x.ID }
+
 func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -507,6 +509,8 @@ func (x *TestScriptOrigin) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *TestScriptOrigin) walkID() string { return x.ID }
+
 func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -633,6 +637,8 @@ func (x *TestScriptDestination) walk(w *walker) {
 	walkOne(w, "profile", x.Profile)
 }
 
+func (x *TestScriptDestination) walkID() string { return x.ID }
+
 func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -756,6 +762,8 @@ func (x *TestScriptMetadata) walk(w *walker) {
 	walkMany(w, "link", x.Link)
 	walkMany(w, "capability", x.Capability)
 }
+
+func (x *TestScriptMetadata) walkID() string { return x.ID }
 
 func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -883,6 +891,8 @@ func (x *TestScriptMetadataLink) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 	walkOne(w, "description", x.Description)
 }
+
+func (x *TestScriptMetadataLink) walkID() string { return x.ID }
 
 func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1053,6 +1063,8 @@ func (x *TestScriptMetadataCapability) walk(w *walker) {
 	walkOne(w, "capabilities", x.Capabilities)
 }
 
+func (x *TestScriptMetadataCapability) walkID() string { return x.ID }
+
 func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1212,6 +1224,8 @@ func (x *TestScriptFixture) walk(w *walker) {
 	walkOne(w, "autodelete", x.Autodelete)
 	walkOne(w, "resource", x.Resource)
 }
+
+func (x *TestScriptFixture) walkID() string { return x.ID }
 
 func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1394,6 +1408,8 @@ func (x *TestScriptVariable) walk(w *walker) {
 	walkOne(w, "sourceId", x.SourceID)
 }
 
+func (x *TestScriptVariable) walkID() string { return x.ID }
+
 func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1543,6 +1559,8 @@ func (x *TestScriptSetup) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptSetup) walkID() string { return x.ID }
+
 func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1661,6 +1679,8 @@ func (x *TestScriptSetupAction) walk(w *walker) {
 	walkOne(w, "operation", x.Operation)
 	walkOne(w, "assert", x.Assert)
 }
+
+func (x *TestScriptSetupAction) walkID() string { return x.ID }
 
 func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1905,6 +1925,8 @@ func (x *TestScriptSetupActionOperation) walk(w *walker) {
 	walkOne(w, "url", x.URL)
 }
 
+func (x *TestScriptSetupActionOperation) walkID() string { return x.ID }
+
 func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2106,6 +2128,8 @@ func (x *TestScriptSetupActionOperationRequestHeader) walk(w *walker) {
 	walkOne(w, "field", x.Field)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *TestScriptSetupActionOperationRequestHeader) walkID() string { return x.ID }
 
 func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2396,6 +2420,8 @@ func (x *TestScriptSetupActionAssert) walk(w *walker) {
 	walkOne(w, "warningOnly", x.WarningOnly)
 }
 
+func (x *TestScriptSetupActionAssert) walkID() string { return x.ID }
+
 func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2631,6 +2657,8 @@ func (x *TestScriptTest) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptTest) walkID() string { return x.ID }
+
 func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2760,6 +2788,8 @@ func (x *TestScriptTestAction) walk(w *walker) {
 	walkOne(w, "assert", x.Assert)
 }
 
+func (x *TestScriptTestAction) walkID() string { return x.ID }
+
 func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2877,6 +2907,8 @@ func (x *TestScriptTeardown) walk(w *walker) {
 	walkMany(w, "action", x.Action)
 }
 
+func (x *TestScriptTeardown) walkID() string { return x.ID }
+
 func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2989,6 +3021,8 @@ func (x *TestScriptTeardownAction) walk(w *walker) {
 	walkMany(w, "modifierExtension", x.ModifierExtension)
 	walkOne(w, "operation", x.Operation)
 }
+
+func (x *TestScriptTeardownAction) walkID() string { return x.ID }
 
 func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -224,6 +224,8 @@ func (x *ValueSet) walk(w *walker) {
 	walkOne(w, "expansion", x.Expansion)
 }
 
+func (x *ValueSet) walkID() string { return x.ID }
+
 func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -464,6 +466,8 @@ func (x *ValueSetCompose) walk(w *walker) {
 	walkMany(w, "exclude", x.Exclude)
 }
 
+func (x *ValueSetCompose) walkID() string { return x.ID }
+
 func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -621,6 +625,8 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 	walkMany(w, "valueSet", x.ValueSet)
 }
 
+func (x *ValueSetComposeInclude) walkID() string { return x.ID }
+
 func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -769,6 +775,8 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 	walkMany(w, "designation", x.Designation)
 }
 
+func (x *ValueSetComposeIncludeConcept) walkID() string { return x.ID }
+
 func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -907,6 +915,8 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 	walkOne(w, "use", x.Use)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *ValueSetComposeIncludeConceptDesignation) walkID() string { return x.ID }
 
 func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1048,6 +1058,8 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 	walkOne(w, "op", x.Op)
 	walkOne(w, "value", x.Value)
 }
+
+func (x *ValueSetComposeIncludeFilter) walkID() string { return x.ID }
 
 func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1210,6 +1222,8 @@ func (x *ValueSetExpansion) walk(w *walker) {
 	walkMany(w, "parameter", x.Parameter)
 	walkMany(w, "contains", x.Contains)
 }
+
+func (x *ValueSetExpansion) walkID() string { return x.ID }
 
 func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1405,6 +1419,8 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 	walkOne(w, "valueCode", x.ValueCode)
 	walkOne(w, "valueDateTime", x.ValueDateTime)
 }
+
+func (x *ValueSetExpansionParameter) walkID() string { return x.ID }
 
 func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1620,6 +1636,8 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 	walkMany(w, "designation", x.Designation)
 	walkMany(w, "contains", x.Contains)
 }
+
+func (x *ValueSetExpansionContains) walkID() string { return x.ID }
 
 func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -186,6 +186,8 @@ func (x *VerificationResult) walk(w *walker) {
 	walkMany(w, "validator", x.Validator)
 }
 
+func (x *VerificationResult) walkID() string { return x.ID }
+
 func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -419,6 +421,8 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 	walkMany(w, "pushTypeAvailable", x.PushTypeAvailable)
 }
 
+func (x *VerificationResultPrimarySource) walkID() string { return x.ID }
+
 func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -605,6 +609,8 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 	walkOne(w, "sourceSignature", x.SourceSignature)
 }
 
+func (x *VerificationResultAttestation) walkID() string { return x.ID }
+
 func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -762,6 +768,8 @@ func (x *VerificationResultValidator) walk(w *walker) {
 	walkOne(w, "identityCertificate", x.IdentityCertificate)
 	walkOne(w, "attestationSignature", x.AttestationSignature)
 }
+
+func (x *VerificationResultValidator) walkID() string { return x.ID }
 
 func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

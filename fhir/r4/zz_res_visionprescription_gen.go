@@ -146,6 +146,8 @@ func (x *VisionPrescription) walk(w *walker) {
 	walkMany(w, "lensSpecification", x.LensSpecification)
 }
 
+func (x *VisionPrescription) walkID() string { return x.ID }
+
 func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -413,6 +415,8 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 	walkMany(w, "note", x.Note)
 }
 
+func (x *VisionPrescriptionLensSpecification) walkID() string { return x.ID }
+
 func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -597,6 +601,8 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 	walkOne(w, "amount", x.Amount)
 	walkOne(w, "base", x.Base)
 }
+
+func (x *VisionPrescriptionLensSpecificationPrism) walkID() string { return x.ID }
 
 func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

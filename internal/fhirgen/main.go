@@ -145,6 +145,7 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeValue(e *encoder) { %s }\n\n", p.GoName, encode)
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) walkID() string { return x.ID }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nif x == nil {\nreturn dst, fieldName\n}\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) ([]Child, string) {\nif x == nil {\nreturn dst, \"\"\n}\nreturn appendMany(dst, \"extension\", x.Extension), x.ID\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
@@ -287,6 +288,7 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 		}
 	}
 	b.WriteString("}\n\n")
+	fmt.Fprintf(b, "func (x *%s) walkID() string { return x.ID }\n\n", s.GoName)
 	writeAppendNamed(b, s)
 
 	// JSON interfaces.
