@@ -332,11 +332,7 @@ func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
 		index = r.sizes[i-1] - 1
 	}
 	m := e.markBlocks()
-	res, err := e.lambdaAt(r.inner, s.call, 0, v, index)
-	if err != nil {
-		return false, err
-	}
-	b, ok, err := toBool(res, s.call.args[0].pos())
+	b, ok, err := e.lambdaBool(r.inner, s.call, 0, v, index)
 	// The criteria's result is read: what it boxed is dead, and the next
 	// item's criteria box into the same room.
 	e.rewindBlocks(m)

@@ -676,59 +676,97 @@ func compared(op string, c int) bool {
 }
 
 func (e *evaluator) logic(n *binaryNode, sc *scope) (Collection, error) {
-	l, err := e.eval(n.l, sc)
-	if err != nil {
+	b, ok, err := e.logicBool(n, sc)
+	if err != nil || !ok {
 		return nil, err
 	}
-	a, aok, err := toBool(l, n.l.pos())
+	return boolColl(b), nil
+}
+
+// logicBool is logic's result as evalBool gives it: ok is false for an
+// empty one.
+func (e *evaluator) logicBool(n *binaryNode, sc *scope) (b, ok bool, err error) {
+	a, aok, err := e.evalBool(n.l, sc)
 	if err != nil {
-		return nil, err
+		return false, false, err
 	}
 	// Short cuts that need not evaluate the right operand.
 	switch {
 	case n.op == "and" && aok && !a:
-		return boolColl(false), nil
+		return false, true, nil
 	case n.op == "or" && aok && a:
-		return boolColl(true), nil
+		return true, true, nil
 	case n.op == "implies" && aok && !a:
-		return boolColl(true), nil
+		return true, true, nil
 	}
-	r, err := e.eval(n.r, sc)
+	c, cok, err := e.evalBool(n.r, sc)
 	if err != nil {
-		return nil, err
-	}
-	b, bok, err := toBool(r, n.r.pos())
-	if err != nil {
-		return nil, err
+		return false, false, err
 	}
 	switch n.op {
 	case "and":
-		if bok && !b {
-			return boolColl(false), nil
+		if cok && !c {
+			return false, true, nil
 		}
-		if aok && bok {
-			return boolColl(true), nil
+		if aok && cok {
+			return true, true, nil
 		}
 	case "or":
-		if bok && b {
-			return boolColl(true), nil
+		if cok && c {
+			return true, true, nil
 		}
-		if aok && bok {
-			return boolColl(false), nil
+		if aok && cok {
+			return false, true, nil
 		}
 	case "xor":
-		if aok && bok {
-			return boolColl(a != b), nil
+		if aok && cok {
+			return a != c, true, nil
 		}
 	case "implies":
-		if bok && b {
-			return boolColl(true), nil
+		if cok && c {
+			return true, true, nil
 		}
-		if aok && bok {
-			return boolColl(!a || b), nil
+		if aok && cok {
+			return !a || c, true, nil
 		}
 	}
-	return nil, nil
+	return false, false, nil
+}
+
+// evalBool evaluates n and returns its result as toBool reads it: b its
+// value, ok false for an empty result. It is eval followed by toBool,
+// with the same steps, results and errors, but the logical operators and
+// name = 'text' (the common forms of a criterion) give their result
+// without making a collection for it.
+func (e *evaluator) evalBool(n node, sc *scope) (b, ok bool, err error) {
+	if x, isBin := n.(*binaryNode); isBin {
+		switch x.op {
+		case "and", "or", "xor", "implies":
+			if err := e.step(1, x.at); err != nil {
+				return false, false, err
+			}
+			return e.logicBool(x, sc)
+		case "=", "!=":
+			if x.eqName != nil {
+				if err := e.step(1, x.at); err != nil {
+					return false, false, err
+				}
+				if b, ok, done, err := e.stepEqualsBool(x, sc); done || err != nil {
+					return b, ok, err
+				}
+				c, err := e.binary(x, sc)
+				if err != nil {
+					return false, false, err
+				}
+				return toBool(c, x.pos())
+			}
+		}
+	}
+	c, err := e.eval(n, sc)
+	if err != nil {
+		return false, false, err
+	}
+	return toBool(c, n.pos())
 }
 
 // union merges two collections without duplicates.
@@ -761,13 +799,22 @@ func containsValue(c Collection, v Value) bool {
 // the child not a string-valued primitive, for the general evaluation.
 // Steps are counted as the general evaluation counts them.
 func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, done bool, err error) {
+	b, ok, done, err := e.stepEqualsBool(n, sc)
+	if err != nil || !done || !ok {
+		return nil, done, err
+	}
+	return boolColl(b), true, nil
+}
+
+// stepEqualsBool is stepEqualsString's result as evalBool gives it.
+func (e *evaluator) stepEqualsBool(n *binaryNode, sc *scope) (b, ok, done bool, err error) {
 	id := n.eqName
 	if id == nil || len(sc.this) != 1 || e.skipEmpty {
-		return nil, false, nil
+		return false, false, false, nil
 	}
-	nd, ok := sc.this[0].(*Node)
-	if !ok {
-		return nil, false, nil
+	nd, isNode := sc.this[0].(*Node)
+	if !isNode {
+		return false, false, false, nil
 	}
 	def := nd.childDef()
 	l := id.cache.get(def, id.name)
@@ -795,18 +842,18 @@ func (e *evaluator) stepEqualsString(n *binaryNode, sc *scope) (res Collection, 
 		e.kids = kids[:0]
 	}
 	if !isStr {
-		return nil, false, nil
+		return false, false, false, nil
 	}
 	// As eval: the identifier and its items, the literal, then the
 	// operator's items.
 	if err := e.step(2+2*nkids+1, n.at); err != nil {
-		return nil, true, err
+		return false, false, true, err
 	}
 	switch {
 	case nkids == 0 || nkids == 1 && !has:
-		return nil, true, nil // empty, or a value unknown
+		return false, false, true, nil // empty, or a value unknown
 	case nkids > 1:
-		return boolColl(n.op == "!="), true, nil
+		return n.op == "!=", true, true, nil
 	}
-	return boolColl((text == n.eqWant) == (n.op == "=")), true, nil
+	return (text == n.eqWant) == (n.op == "="), true, true, nil
 }

@@ -75,6 +75,13 @@ func (e *evaluator) lambdaAt(inner *scope, n *callNode, arg int, v Value, index 
 	return e.eval(n.args[arg], inner)
 }
 
+// lambdaBool is lambdaAt for a criterion: its result as evalBool gives
+// it.
+func (e *evaluator) lambdaBool(inner *scope, n *callNode, arg int, v Value, index int) (b, ok bool, err error) {
+	inner.this, inner.index = e.single(v), index
+	return e.evalBool(n.args[arg], inner)
+}
+
 // lambda evaluates argument i with $this the item v and $index i.
 func (e *evaluator) lambda(n *callNode, arg int, v Value, index int, sc *scope) (Collection, error) {
 	inner := scope{this: e.single(v), index: index, hasIndex: true, total: sc.total, hasTotal: sc.hasTotal}
@@ -140,11 +147,7 @@ func existenceFuncs() map[string]*funcDef {
 			inner := e.lambdaScope(sc)
 			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambdaAt(inner, n, 0, v, i)
-				if err != nil {
-					return nil, err
-				}
-				if b, ok, err := toBool(r, n.args[0].pos()); err != nil {
+				if b, ok, err := e.lambdaBool(inner, n, 0, v, i); err != nil {
 					return nil, err
 				} else if ok && b {
 					return boolColl(true), nil
@@ -156,11 +159,7 @@ func existenceFuncs() map[string]*funcDef {
 			inner := e.lambdaScope(sc)
 			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambdaAt(inner, n, 0, v, i)
-				if err != nil {
-					return nil, err
-				}
-				if b, ok, err := toBool(r, n.args[0].pos()); err != nil {
+				if b, ok, err := e.lambdaBool(inner, n, 0, v, i); err != nil {
 					return nil, err
 				} else if !ok || !b {
 					return boolColl(false), nil
@@ -239,11 +238,7 @@ func filterFuncs() map[string]*funcDef {
 			inner := e.lambdaScope(sc)
 			defer e.releaseScope(inner)
 			for i, v := range t {
-				r, err := e.lambdaAt(inner, n, 0, v, i)
-				if err != nil {
-					return nil, err
-				}
-				b, ok, err := toBool(r, n.args[0].pos())
+				b, ok, err := e.lambdaBool(inner, n, 0, v, i)
 				if err != nil {
 					return nil, err
 				}
