@@ -130,6 +130,10 @@ func MustCompile(expr string) *Expression {
 	return x
 }
 
+// noEnv is the Env of an evaluation given none: it is only read, so one
+// serves all, and an evaluation allocates none.
+var noEnv Env
+
 // Evaluate evaluates the expression over input with env (which may be
 // nil). It stops with an *EvalError of class ErrLimit when ctx ends or
 // the limits in env are exceeded; other errors are *EvalError of class
@@ -139,7 +143,7 @@ func MustCompile(expr string) *Expression {
 // place.
 func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (Collection, error) {
 	if env == nil {
-		env = &Env{}
+		env = &noEnv
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "evaluation not started", Err: err}
