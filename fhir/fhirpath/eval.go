@@ -134,27 +134,42 @@ func (e *evaluator) markBlocks() blockMark {
 // cache or result keeps. The room given back is cleared, so that it keeps
 // no part of the model alive once the evaluator is back in its pool.
 func (e *evaluator) rewindBlocks(m blockMark) {
-	e.nodes = rewound(e.nodes, m.nodes)
-	e.ids = rewound(e.ids, m.ids)
-	e.vals = rewound(e.vals, m.vals)
+	// Written out for each block: a generic rewind costs a dictionary
+	// look and a typed clear per call, and where() rewinds per item.
+	if sameBlock(e.nodes, m.nodes) {
+		for i := len(m.nodes); i < len(e.nodes); i++ {
+			e.nodes[i] = Node{}
+		}
+		e.nodes = m.nodes
+	} else {
+		clear(e.nodes)
+		e.nodes = e.nodes[:0]
+	}
+	if sameBlock(e.ids, m.ids) {
+		for i := len(m.ids); i < len(e.ids); i++ {
+			e.ids[i] = r4.ID{}
+		}
+		e.ids = m.ids
+	} else {
+		clear(e.ids)
+		e.ids = e.ids[:0]
+	}
+	if sameBlock(e.vals, m.vals) {
+		for i := len(m.vals); i < len(e.vals); i++ {
+			e.vals[i] = nil
+		}
+		e.vals = m.vals
+	} else {
+		clear(e.vals)
+		e.vals = e.vals[:0]
+	}
 }
 
-// rewound returns block cur rewound to mark: the same block past mark's
-// end or, when cur is a newer block (made after mark, so holding only what
-// is given back), cur from its start; the rest of mark's block is then
-// left unused.
-func rewound[T any](cur, mark []T) []T {
-	if cap(mark) > 0 && cap(cur) > 0 && &cur[:1][0] == &mark[:1][0] {
-		// Mostly an item or two: zeroed one by one, which costs less
-		// than clear's call for so few.
-		var zero T
-		for i := len(mark); i < len(cur); i++ {
-			cur[i] = zero
-		}
-		return mark
-	}
-	clear(cur)
-	return cur[:0]
+// sameBlock reports whether the block cur is the block mark was taken
+// in, rather than a newer one (made after mark, so holding only what is
+// given back; the rest of mark's block is then left unused).
+func sameBlock[T any](cur, mark []T) bool {
+	return cap(mark) > 0 && cap(cur) > 0 && &cur[:1][0] == &mark[:1][0]
 }
 
 // clock returns the time now() and today() report: Env.Now, or the system
