@@ -373,27 +373,38 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 		}
 		return e.chainDescendants(r, n, i)
 	case stepWhere:
-		// The item is boxed to be the criteria's $this. The box is given
-		// back with the criteria's room when they do not hold, and also
-		// when they do but the chain keeps no item (count(), exists(),
-		// empty()): only the criteria referred to it. Later steps then
-		// box n again if they need to.
-		m := e.markBlocks()
-		b := boxed
-		if b == nil {
-			b = e.box(*n)
-		}
-		ok, err := e.chainWhere(r, b, i)
-		if err != nil || !ok {
-			e.rewindBlocks(m)
-			return err
-		}
-		if boxed == nil && !r.c.keeps() {
-			e.rewindBlocks(m)
-			b = nil
-		}
-		return e.chainNode(r, n, b, i+1)
+		return e.chainWhereNode(r, n, boxed, i)
 	}
+	return e.chainMember(r, n, i)
+}
+
+// chainWhereNode is chainNode for the where() at step i. The item is
+// boxed to be the criteria's $this. The box is given back with the
+// criteria's room when they do not hold, and also when they do but the
+// chain keeps no item (count(), exists(), empty()): only the criteria
+// referred to it. Later steps then box n again if they need to.
+func (e *evaluator) chainWhereNode(r *chainRun, n, boxed *Node, i int) error {
+	m := e.markBlocks()
+	b := boxed
+	if b == nil {
+		b = e.box(*n)
+	}
+	ok, err := e.chainWhere(r, b, i)
+	if err != nil || !ok {
+		e.rewindBlocks(m)
+		return err
+	}
+	if boxed == nil && !r.c.keeps() {
+		e.rewindBlocks(m)
+		b = nil
+	}
+	return e.chainNode(r, n, b, i+1)
+}
+
+// chainMember is chainNode for the navigation to a name at step i, kept
+// out of chainNode so that the other steps' calls have a small frame.
+func (e *evaluator) chainMember(r *chainRun, n *Node, i int) error {
+	s := &r.c.steps[i]
 	if s.name == "id" || s.name == "url" {
 		if _, isExt := n.Value.(*r4.Extension); i+1 == len(r.c.steps) && !r.c.keeps() && (s.name == "id" || isExt) {
 			// Only counted: the id or url need not be made a node.
