@@ -10,23 +10,26 @@ import (
 // A chain is a path fused for evaluation item by item: navigation steps
 // (name), type filters (ofType(T), as(T)), where(criteria) and, as the
 // first step, descendants(), optionally ended by count(), exists(),
-// exists(criteria), empty() or first(). Each step is a flat map over its
-// input, so taking every item through all the steps in turn gives the
-// items, in the order, of evaluating step after step; but the items
-// between the steps are neither boxed nor gathered into collections, and
-// with count(), exists() or empty() the result's items are not either.
-// Steps and MaxItems are counted as step-by-step evaluation counts them,
-// up to where the chain stops: exists(), exists(criteria), empty() and
-// first() stop at the first item that comes through every step, so errors
+// exists(criteria), all(criteria), empty() or first(). Each step is a
+// flat map over its input, so taking every item through all the steps in
+// turn gives the items, in the order, of evaluating step after step; but
+// the items between the steps are neither boxed nor gathered into
+// collections, and with an ending other than first() the result's items
+// are not either. Steps and MaxItems are counted as step-by-step
+// evaluation counts them, up to where the chain stops: exists(),
+// exists(criteria), all(criteria), empty() and first() stop at the first
+// item that comes through every step (for all(), the first the criteria
+// do not hold for), so errors
 // (limits included) that only the items after it would raise are not
 // raised, and the steps they would take are not counted (see the package
 // doc).
 type chain struct {
 	base  node // evaluated as usual for the input; nil means $this
 	steps []chainStep
-	term  string // "", "count", "exists", "empty" or "first"
-	// critTerm is set for exists(criteria), whose criteria are the last
-	// step: that step and the ending are one node of the expression.
+	term  string // "", "count", "exists", "all", "empty" or "first"
+	// critTerm is set for exists(criteria) and all(criteria), whose
+	// criteria are the last step: that step and the ending are one node
+	// of the expression.
 	critTerm bool
 	at       int // offset of the chain's last node
 	// walkIs is set for descendants().ofType(T) ended by count(),
@@ -61,6 +64,9 @@ type chainStep struct {
 	resourceType string
 	resourceDef  *spec.Type
 	call         *callNode // where()
+	// negate turns the sense of a where() step's criteria: it lets an
+	// item through when they are false or empty (all(criteria)).
+	negate bool
 }
 
 // fuse sets the chain of every node of the tree under n that is the end
@@ -104,16 +110,19 @@ func fuse(n node) {
 // chainOf returns the chain n ends, or nil.
 func chainOf(n node) *chain {
 	c := &chain{at: n.pos()}
-	if x, ok := n.(*callNode); ok && x.name == "exists" && len(x.args) == 1 && x.target != nil {
+	if x, ok := n.(*callNode); ok && (x.name == "exists" || x.name == "all") && len(x.args) == 1 && x.target != nil {
 		// exists(criteria) is where(criteria).exists(): the criteria
 		// are a where() step of the chain, which stops at the first
-		// item they hold for.
-		c.term, c.critTerm = "exists", true
+		// item they hold for. all(criteria) is the same with the
+		// criteria's sense turned: its step lets through the items they
+		// do not hold for (false or empty), and the chain stops at the
+		// first one, which makes the result false.
+		c.term, c.critTerm = x.name, true
 		c.base, c.steps = chainSteps(x.target)
 		if len(c.steps) == 0 || len(c.steps)+1 > maxChain {
 			return nil
 		}
-		c.steps = append(c.steps, chainStep{kind: stepWhere, call: x, at: x.at})
+		c.steps = append(c.steps, chainStep{kind: stepWhere, call: x, at: x.at, negate: x.name == "all"})
 		return c
 	}
 	if x, ok := n.(*callNode); ok && len(x.args) == 0 && x.target != nil {
@@ -237,6 +246,8 @@ func (e *evaluator) evalChain(c *chain, sc *scope) (Collection, error) {
 		return e.single(Integer(r.n)), nil
 	case "exists":
 		return boolColl(r.n > 0), nil
+	case "all":
+		return boolColl(r.n == 0), nil
 	case "empty":
 		return boolColl(r.n == 0), nil
 	}
@@ -321,8 +332,19 @@ func (e *evaluator) chainValue(r *chainRun, v Value, i int) error {
 
 // chainWhere evaluates the criteria of the where() at step i for v, with
 // $index its position among the items of the step before, and counts v
-// when they hold.
+// when they hold (for all(), when they do not).
 func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
+	m := e.markBlocks()
+	pass, err := e.chainCriteria(r, v, i)
+	// The criteria's result is read: what it boxed is dead, and the next
+	// item's criteria box into the same room.
+	e.rewindBlocks(m)
+	return pass, err
+}
+
+// chainCriteria is chainWhere without giving back what the criteria
+// boxed, for a caller that gives it back itself.
+func (e *evaluator) chainCriteria(r *chainRun, v Value, i int) (bool, error) {
 	s := &r.c.steps[i]
 	if r.inner == nil {
 		r.inner = e.lambdaScope(r.sc)
@@ -331,12 +353,8 @@ func (e *evaluator) chainWhere(r *chainRun, v Value, i int) (bool, error) {
 	if i > r.first {
 		index = r.sizes[i-1] - 1
 	}
-	m := e.markBlocks()
 	b, ok, err := e.lambdaBool(r.inner, s.call, 0, v, index)
-	// The criteria's result is read: what it boxed is dead, and the next
-	// item's criteria box into the same room.
-	e.rewindBlocks(m)
-	if err != nil || !ok || !b {
+	if err != nil || (ok && b) == s.negate {
 		return false, err
 	}
 	return true, e.grow(r, i)
@@ -385,18 +403,20 @@ func (e *evaluator) chainNode(r *chainRun, n, boxed *Node, i int) error {
 // referred to it. Later steps then box n again if they need to.
 func (e *evaluator) chainWhereNode(r *chainRun, n, boxed *Node, i int) error {
 	m := e.markBlocks()
-	b := boxed
+	b, kept := boxed, m
 	if b == nil {
 		b = e.box(*n)
+		kept = e.markBlocks() // the box, kept if the item is
 	}
-	ok, err := e.chainWhere(r, b, i)
-	if err != nil || !ok {
+	pass, err := e.chainCriteria(r, b, i)
+	if err != nil || !pass || boxed == nil && !r.c.keeps() {
 		e.rewindBlocks(m)
-		return err
-	}
-	if boxed == nil && !r.c.keeps() {
-		e.rewindBlocks(m)
+		if err != nil || !pass {
+			return err
+		}
 		b = nil
+	} else {
+		e.rewindBlocks(kept)
 	}
 	return e.chainNode(r, n, b, i+1)
 }

@@ -149,6 +149,19 @@ func TestChains(t *testing.T) {
 		"entry.resource.where(id.exists()).where(meta.exists().not() or id.length() > 3).id",
 		"entry.resource.ofType(Encounter).where(period.start < period.end or period.end.empty()).period.start",
 		"entry.resource.ofType(Patient).name.where(given.where($this.length() > 2).exists()).given",
+		// all(criteria): true, false at the first item, false at the
+		// last, over nothing, and with criteria that are empty.
+		"entry.resource.all(id.exists())",
+		"entry.resource.all(id.exists() and (meta.empty() or meta.lastUpdated.exists().not() or meta.lastUpdated <= now()))",
+		"entry.resource.all($index < 100)",
+		"entry.resource.all($index < 163)",
+		"entry.resource.all($index < 164)",
+		"entry.resource.ofType(Observation).all(status = 'final')",
+		"entry.resource.ofType(Observation).code.coding.all(system = 'http://loinc.org')",
+		"entry.resource.ofType(Library).all(false)",
+		"entry.resource.ofType(Patient).all(multipleBirth)",
+		"entry.resource.ofType(Patient).name.all(given.exists())",
+		"descendants().ofType(Coding).all(code.exists())",
 	}
 	for _, expr := range exprs {
 		fused, err := Parse(expr)
@@ -175,7 +188,7 @@ func TestChains(t *testing.T) {
 		b1, b2 := 1<<40, 1<<40
 		plain.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b1}})
 		fused.Evaluate(context.Background(), Collection{NodeOf(bundle)}, &Env{Limits: Limits{Budget: &b2}})
-		stops := strings.HasSuffix(expr, "exists()") || strings.HasSuffix(expr, "empty()") || strings.Contains(expr, ".exists(") || strings.Contains(expr, ".first()")
+		stops := strings.HasSuffix(expr, "exists()") || strings.HasSuffix(expr, "empty()") || strings.Contains(expr, ".exists(") || strings.Contains(expr, ".first()") || strings.Contains(expr, ".all(")
 		if stops && b2 < b1 || !stops && b1 != b2 {
 			t.Errorf("%s: chain took %d steps, step by step %d", expr, 1<<40-b2, 1<<40-b1)
 		}
@@ -243,6 +256,8 @@ func TestChains(t *testing.T) {
 		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxSteps: 10}},
 		{"entry.resource.ofType(Observation).code.coding.first()", Limits{MaxItems: 100000}},
 		{"entry.resource.where($index = 163).id.first()", Limits{MaxSteps: 400}},
+		{"entry.resource.all(id.exists())", Limits{MaxSteps: 400}},
+		{"entry.resource.all(id.exists())", Limits{MaxItems: 100}},
 	} {
 		env := &Env{Limits: c.limits}
 		_, err1 := parseUnfused(t, c.expr).Evaluate(context.Background(), Collection{NodeOf(bundle)}, env)

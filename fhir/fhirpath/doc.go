@@ -36,8 +36,8 @@
 // *EvalError of class ErrLimit. Errors are typed: test the class with
 // errors.Is (ErrSyntax, ErrSemantic, ErrEvaluation, ErrLimit,
 // ErrNotSupported) and read the detail with errors.As.
-// A path ended by exists(), exists(criteria), empty() or first() stops
-// at the first item that decides the result: an error that only later items of the path would raise,
+// A path ended by exists(), exists(criteria), all(criteria), empty() or
+// first() stops at the first item that decides the result: an error that only later items of the path would raise,
 // such as a limit or a failing where() criterion, is not raised then,
 // and their steps are not counted.
 //
