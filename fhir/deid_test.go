@@ -21,8 +21,21 @@ var yearInstant = regexp.MustCompile(`^\d{4}-01-01T00:00:00Z$`)
 // ZIP codes, telecom, identifier values, full dates, narrative, free text
 // of notes and extensions, reference displays, attachments and ids.
 func identifyingValues(v any, parentKey string, out map[string]string) {
+	// A value met more than once keeps its strictest kind, whatever
+	// the order of the walk (maps are walked in random order): a date
+	// in a text (checked in every output), then the kinds looked for
+	// anywhere in the output, then those matched exactly.
+	rank := func(kind string) int {
+		switch kind {
+		case "date in text":
+			return 2
+		case "reference display", "free text":
+			return 0
+		}
+		return 1
+	}
 	add := func(kind, s string) {
-		if len(s) >= 4 {
+		if old, seen := out[s]; len(s) >= 4 && (!seen || rank(kind) > rank(old)) {
 			out[s] = kind
 		}
 	}
