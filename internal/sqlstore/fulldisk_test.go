@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/acds-project/acds/internal/disktest"
 	"github.com/acds-project/acds/internal/sqlstore"
@@ -112,5 +113,71 @@ func TestSQLiteFullDiskDeletes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSQLiteFullDiskErases: retention's erasure works on a disk another
+// program filled, even in batches too large for the room a full disk can
+// make; then, once that program gives its room back, new requests are
+// accepted.
+func TestSQLiteFullDiskErases(t *testing.T) {
+	dir := disktest.Small(t, fullDiskSize)
+	ctx := t.Context()
+	s, err := sqlstore.OpenSQLite(ctx, filepath.Join(dir, "acds.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const ended = 40
+	var endedIDs []string
+	for range ended {
+		r := newFullDiskRequest(t)
+		if err := s.CreateRequest(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		endedIDs = append(endedIDs, r.ID)
+	}
+	for range ended {
+		c, err := s.Claim(ctx, store.ClaimOptions{Worker: "w", Lease: time.Minute, Now: storetest.T0})
+		if err != nil || c == nil {
+			t.Fatalf("claim: %v %v", c, err)
+		}
+		result := make([]byte, fullDiskInput)
+		_, _ = rand.Read(result)
+		if err := s.Complete(ctx, c.ID, "w", result, storetest.T0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, full := fillStore(t, s)
+	t.Logf("full after %d more requests: %v", len(ids), full)
+	filler := disktest.Fill(t, dir, "other-program.log")
+	total := 0
+	for i := 0; ; i++ {
+		if i == 100 {
+			t.Fatal("erasing never ended")
+		}
+		n, err := s.EraseEndedBefore(ctx, storetest.T0.Add(time.Hour), storetest.T0.Add(time.Hour), 500)
+		if err != nil {
+			t.Fatalf("erasure on a full disk, after %d erased: %v", total, err)
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	if total != ended {
+		t.Fatalf("erased %d requests, want %d", total, ended)
+	}
+	for _, id := range endedIDs {
+		r, err := s.GetRequest(ctx, "anon-a", id)
+		if err != nil || r.Input != nil || r.Result != nil || r.ErasedAt.IsZero() {
+			t.Fatalf("request %s after its erasure: input %d bytes, result %d, erased at %v, %v", id, len(r.Input), len(r.Result), r.ErasedAt, err)
+		}
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRequest(ctx, newFullDiskRequest(t)); err != nil {
+		t.Fatalf("a new request after the erasures: %v", err)
 	}
 }

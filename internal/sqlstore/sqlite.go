@@ -1052,11 +1052,25 @@ func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error
 	return int(n), nil
 }
 
-// EraseEndedBefore implements [Store].
+// EraseEndedBefore implements [Store]. On a full disk, a batch of limit
+// requests whose erasure needs more log room than the disk can make is
+// erased in smaller batches instead (fewer rows, less log): it then
+// returns fewer than limit, and the caller's next sweep goes on.
 func (s *SQLite) EraseEndedBefore(ctx context.Context, t, now time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("%w: limit %d", store.ErrInvalid, limit)
 	}
+	for {
+		n, err := s.eraseEnded(ctx, t, now, limit)
+		if !errors.Is(err, ErrDiskFull) || limit == 1 || ctx.Err() != nil {
+			return n, err
+		}
+		limit = max(1, limit/8)
+	}
+}
+
+// eraseEnded is one batch of EraseEndedBefore.
+func (s *SQLite) eraseEnded(ctx context.Context, t, now time.Time, limit int) (int, error) {
 	var n int64
 	err := s.writeFreeing(ctx, func(w *writeConn) error {
 		at := store.StoredTime(now).UnixMicro()
