@@ -14,10 +14,10 @@ import (
 	"github.com/acds-project/acds/server"
 )
 
-// fullDiskBundle is a valid R4 Bundle carrying about 16 KB of noise, so
+// fullDiskBundle is a valid R4 Bundle carrying about 48 KB of noise, so
 // that it compresses only to about half.
 func fullDiskBundle(t *testing.T) map[string]any {
-	noise := make([]byte, 8<<10)
+	noise := make([]byte, 24<<10)
 	if _, err := rand.Read(noise); err != nil {
 		t.Fatal(err)
 	}
