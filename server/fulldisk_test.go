@@ -12,6 +12,7 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/disktest"
 	"github.com/acds-project/acds/server"
+	"github.com/acds-project/acds/store/storetest"
 )
 
 // fullDiskBundle is a valid R4 Bundle carrying about 48 KB of noise, so
@@ -30,9 +31,11 @@ func fullDiskBundle(t *testing.T) map[string]any {
 // gets 503 with Retry-After, but DELETE still answers 204 — several in a
 // row (issue 15: it answered 503 too, so the disk could not be cleared
 // through the API); after the deletes, once room is back, new requests
-// are accepted again. filledByOthers: after the server stopped accepting,
-// another program takes every byte left on the disk, and gives its room
-// back only after the deletes.
+// are accepted again. The disk is filled mostly through the store (as
+// fast as the test can, also under -race), the last of it through POST.
+// filledByOthers: after the server stopped accepting, another program
+// takes every byte left on the disk, and gives its room back only after
+// the deletes.
 func TestFullDiskDelete(t *testing.T) {
 	for _, filledByOthers := range []bool{false, true} {
 		name := "filled by the server"
@@ -52,12 +55,33 @@ func TestFullDiskDelete(t *testing.T) {
 					t.Fatal("503 without Retry-After")
 				}
 			}
+			post := func() (*http.Response, []byte) {
+				t.Helper()
+				return h.do("POST", "/v1/process", tok, fullDiskBundle(t))
+			}
 			var accepted []string
-			for {
-				if len(accepted) == 4000 {
+			for len(accepted) < 8 {
+				resp, b := post()
+				if resp.StatusCode != http.StatusAccepted {
+					t.Fatalf("POST: %d %s", resp.StatusCode, b)
+				}
+				accepted = append(accepted, decode[acds.Accepted](t, b).RequestID)
+			}
+			others := 0
+			for ; ; others++ {
+				r := storetest.NewRequest("anon-someone-else", storetest.T0)
+				r.Input = make([]byte, 16<<10)
+				_, _ = rand.Read(r.Input)
+				if err := st.CreateRequest(t.Context(), r); err != nil {
+					break
+				}
+			}
+			posted := 0
+			for ; ; posted++ {
+				if posted == 1000 {
 					t.Fatal("the disk never filled")
 				}
-				resp, b := h.do("POST", "/v1/process", tok, fullDiskBundle(t))
+				resp, b := post()
 				if resp.StatusCode == http.StatusServiceUnavailable {
 					refused(resp, b)
 					break
@@ -65,20 +89,17 @@ func TestFullDiskDelete(t *testing.T) {
 				if resp.StatusCode != http.StatusAccepted {
 					t.Fatalf("POST: %d %s", resp.StatusCode, b)
 				}
-				accepted = append(accepted, decode[acds.Accepted](t, b).RequestID)
 			}
-			t.Logf("disk full after %d requests", len(accepted))
-			if len(accepted) < 100 {
-				t.Fatalf("only %d requests fit", len(accepted))
+			t.Logf("disk full after %d + %d + %d requests", len(accepted), others, posted)
+			if others < 100 {
+				t.Fatalf("only %d requests fit", others)
 			}
 			filler := ""
 			if filledByOthers {
 				filler = disktest.Fill(t, dir, "other-program.log")
-				resp, b := h.do("POST", "/v1/process", tok, fullDiskBundle(t))
-				refused(resp, b)
+				refused(post())
 			}
-			for i := 0; i < 6; i++ {
-				id := accepted[i*len(accepted)/6]
+			for i, id := range accepted[:6] {
 				if resp, b := h.do("DELETE", "/v1/requests/"+id, tok, nil); resp.StatusCode != http.StatusNoContent {
 					t.Fatalf("DELETE %d on a full disk: %d %s", i+1, resp.StatusCode, b)
 				}
@@ -92,12 +113,12 @@ func TestFullDiskDelete(t *testing.T) {
 				}
 			}
 			for i := 0; i < 2; i++ {
-				if resp, b := h.do("POST", "/v1/process", tok, fullDiskBundle(t)); resp.StatusCode != http.StatusAccepted {
+				if resp, b := post(); resp.StatusCode != http.StatusAccepted {
 					t.Fatalf("POST %d after the deletes: %d %s", i+1, resp.StatusCode, b)
 				}
 			}
 			// Nothing accepted and not deleted was lost.
-			for _, id := range accepted[1:6] {
+			for _, id := range accepted[6:] {
 				if resp, b := h.do("GET", "/v1/requests/"+id, tok, nil); resp.StatusCode != http.StatusOK {
 					t.Fatalf("GET %s, accepted and not deleted: %d %s", id, resp.StatusCode, b)
 				}
