@@ -62,6 +62,18 @@ import (
 //
 // secure_delete is on, so deleted rows and erased columns are overwritten
 // with zeros in the database file rather than left in free space.
+//
+// # Full disk
+//
+// Deleting must work on a full disk, and a deletion writes (secure_delete
+// zeroes what it frees through the log). So the store keeps a reserve,
+// acds.db-reserve beside the database (at most 64 MiB and a sixteenth of
+// the file system), which new requests never use; a deletion or erasure on
+// a full disk releases it, and, should it still fail for room, runs again
+// alone after the log is checkpointed and truncated. While the reserve is
+// released, new requests are refused with ErrDiskFull when they would
+// leave less than half its size free; once deletions have freed pages in
+// the database, new requests reuse them. room.go has the details.
 type SQLite struct {
 	wdb   *sql.DB
 	wconn *sql.Conn  // the single write connection
@@ -80,6 +92,11 @@ type SQLite struct {
 	commits atomic.Uint64
 	once    sync.Once
 	cerr    error
+	// ckmu is held by the checkpointer while it works and by a deletion
+	// run again on a full disk (recoverFreeing), which must truncate the
+	// log without a background checkpoint in the way.
+	ckmu sync.Mutex
+	room *room // disk room for deletions (room.go)
 }
 
 var _ store.Store = (*SQLite)(nil)
@@ -173,6 +190,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	s.ckdb.SetMaxOpenConns(1)
 	s.ckdb.SetConnMaxIdleTime(0)
+	var pageSize int64
+	if err := s.wconn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return fail(fmt.Errorf("store: read page_size: %w", err))
+	}
+	s.room = newRoom(abs, s.rdb, pageSize)
+	s.room.checkpoint = s.checkpointNow
 	s.w = &writeConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
 	go s.writer()
 	go s.checkpointer()
@@ -272,8 +295,11 @@ type writeJob struct {
 	// single: fn runs one statement, which SQLite undoes by itself if it
 	// fails on a constraint, so the job needs no savepoint of its own.
 	single bool
-	fn     func(w *writeConn) error
-	done   chan error
+	// frees: the job frees room (a deletion, an erasure), so it is run
+	// again alone if its batch fails because the disk is full.
+	frees bool
+	fn    func(w *writeConn) error
+	done  chan error
 }
 
 // writeConn is the write connection as the writer goroutine sees it: its
@@ -332,7 +358,11 @@ func (e errScanner) Scan(...any) error { return e.err }
 // fn captured. A caller therefore reads what fn writes only when write
 // returned nil (the done channel orders those writes before the return).
 func (s *SQLite) write(ctx context.Context, single bool, fn func(w *writeConn) error) error {
-	j := &writeJob{ctx: ctx, single: single, fn: fn, done: make(chan error, 1)}
+	return s.submit(ctx, &writeJob{ctx: ctx, single: single, fn: fn, done: make(chan error, 1)})
+}
+
+// submit hands j to the writer and waits for it as write says.
+func (s *SQLite) submit(ctx context.Context, j *writeJob) error {
 	select {
 	case s.jobs <- j:
 	case <-s.quit:
@@ -390,6 +420,8 @@ func (s *SQLite) checkpointer() {
 		case <-s.quit:
 			return
 		case <-t.C:
+			s.ckmu.Lock()
+			s.room.ensure() // a released reserve, once there is room for it
 			// An error (SQLITE_BUSY while a reader holds an old snapshot,
 			// say) only delays the work to a later tick; the data is in
 			// the synced WAL either way.
@@ -400,14 +432,23 @@ func (s *SQLite) checkpointer() {
 			case dirty:
 				var busy, logPages, done int
 				err := s.ckdb.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done)
-				if err != nil || busy != 0 || done < logPages || s.commits.Load() != seen {
-					continue // not caught up, or writes resumed: later
-				}
-				err = s.ckdb.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
-				dirty = err != nil || busy != 0
+				if err == nil && busy == 0 && done >= logPages && s.commits.Load() == seen {
+					err = s.ckdb.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
+					dirty = err != nil || busy != 0
+				} // else not caught up, or writes resumed: later
 			}
+			s.ckmu.Unlock()
 		}
 	}
+}
+
+// checkpointNow runs a passive checkpoint at once, between the
+// checkpointer's ticks: for a new request on a disk near full whose log
+// owes too much room (room.admit). An error leaves it to the next tick.
+func (s *SQLite) checkpointNow(ctx context.Context) {
+	s.ckmu.Lock()
+	defer s.ckmu.Unlock()
+	_, _ = s.ckdb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 }
 
 func (s *SQLite) writer() {
@@ -460,12 +501,25 @@ func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 	}
 	abort := func(err error) []*writeJob {
 		_, _ = w.exec("ROLLBACK")
+		err = asDiskFull(err)
 		for i := range batch {
 			if i >= len(errs) {
 				errs = append(errs, nil)
 			}
 			if errs[i] == nil {
 				errs[i] = err
+			} else {
+				errs[i] = asDiskFull(errs[i])
+			}
+		}
+		if errors.Is(err, ErrDiskFull) {
+			// The disk is full: a deletion or erasure must still go
+			// through, so each is run again alone in the room it can
+			// make; the other jobs fail (503: retry later).
+			for i, j := range batch {
+				if j.frees && isDiskFull(errs[i]) {
+					errs[i] = s.recoverFreeing(j)
+				}
 			}
 		}
 		finish()
@@ -641,7 +695,7 @@ func (s *SQLite) Passphrase(ctx context.Context, pseudonym string) (string, erro
 // DeleteExpiredSessions implements [Store].
 func (s *SQLite) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, true, func(w *writeConn) error {
+	err := s.writeFreeing(ctx, func(w *writeConn) error {
 		res, err := w.exec("DELETE FROM sessions WHERE expires_at < ?", store.StoredTime(now).UnixMicro())
 		if err != nil {
 			return fmt.Errorf("store: delete expired sessions: %w", err)
@@ -660,7 +714,7 @@ func (s *SQLite) DeleteSession(ctx context.Context, tokenHash []byte) error {
 	if err := store.CheckTokenHash(tokenHash); err != nil {
 		return err
 	}
-	return s.write(ctx, true, func(w *writeConn) error {
+	return s.writeFreeing(ctx, func(w *writeConn) error {
 		res, err := w.exec("DELETE FROM sessions WHERE token_hash = ?", tokenHash)
 		if err != nil {
 			return fmt.Errorf("store: delete session: %w", err)
@@ -681,7 +735,7 @@ func (s *SQLite) DeleteSessionsOf(ctx context.Context, pseudonym string, keep []
 	}
 	lo, hi := store.SessionKeyRange(pseudonym)
 	var n int64
-	err := s.write(ctx, true, func(w *writeConn) error {
+	err := s.writeFreeing(ctx, func(w *writeConn) error {
 		res, err := w.exec(`DELETE FROM sessions WHERE (pseudonym = ? OR (pseudonym >= ? AND pseudonym < ?))
 			AND token_hash IS NOT ?`, pseudonym, lo, hi, keep)
 		if err != nil {
@@ -705,6 +759,9 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 	}
 	created := store.StoredTime(r.CreatedAt).UnixMicro()
 	input, codec := s.codecs.compress(r.Input) // here, in parallel, not in the writer
+	if err := s.room.admit(ctx, int64(len(input)+len(r.Sealed)+len(r.Callback))+rowOverhead); err != nil {
+		return err
+	}
 	return s.write(ctx, true, func(w *writeConn) error {
 		_, err := w.exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, sealed, affinity, created_at, updated_at)
 			VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?, ?)`,
@@ -858,7 +915,7 @@ func (s *SQLite) DeleteRequest(ctx context.Context, owner, id string) error {
 	if owner == "" || id == "" || len(owner) > store.MaxIDLen || len(id) > store.MaxIDLen {
 		return store.ErrNotFound
 	}
-	return s.write(ctx, true, func(w *writeConn) error {
+	return s.writeFreeing(ctx, func(w *writeConn) error {
 		res, err := w.exec("DELETE FROM requests WHERE id = ? AND owner = ?", id, owner)
 		if err != nil {
 			return fmt.Errorf("store: delete request: %w", err)
@@ -980,7 +1037,7 @@ func (s *SQLite) finish(ctx context.Context, id, worker, status, set string, now
 // EraseSealedBefore implements [Store].
 func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error) {
 	var n int64
-	err := s.write(ctx, true, func(w *writeConn) error {
+	err := s.writeFreeing(ctx, func(w *writeConn) error {
 		res, err := w.exec("UPDATE requests SET sealed = NULL, affinity = '' WHERE sealed IS NOT NULL AND created_at < ?",
 			store.StoredTime(t).UnixMicro())
 		if err != nil {
@@ -995,13 +1052,27 @@ func (s *SQLite) EraseSealedBefore(ctx context.Context, t time.Time) (int, error
 	return int(n), nil
 }
 
-// EraseEndedBefore implements [Store].
+// EraseEndedBefore implements [Store]. On a full disk, a batch of limit
+// requests whose erasure needs more log room than the disk can make is
+// erased in smaller batches instead (fewer rows, less log): it then
+// returns fewer than limit, and the caller's next sweep goes on.
 func (s *SQLite) EraseEndedBefore(ctx context.Context, t, now time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, fmt.Errorf("%w: limit %d", store.ErrInvalid, limit)
 	}
+	for {
+		n, err := s.eraseEnded(ctx, t, now, limit)
+		if !errors.Is(err, ErrDiskFull) || limit == 1 || ctx.Err() != nil {
+			return n, err
+		}
+		limit = max(1, limit/8)
+	}
+}
+
+// eraseEnded is one batch of EraseEndedBefore.
+func (s *SQLite) eraseEnded(ctx context.Context, t, now time.Time, limit int) (int, error) {
 	var n int64
-	err := s.write(ctx, true, func(w *writeConn) error {
+	err := s.writeFreeing(ctx, func(w *writeConn) error {
 		at := store.StoredTime(now).UnixMicro()
 		res, err := w.exec(`UPDATE requests SET input = NULL, input_codec = 0, result = NULL, result_codec = 0,
 			sealed = NULL, erased_at = ?, updated_at = ?

@@ -83,7 +83,7 @@ func TestSQLiteFileModes(t *testing.T) {
 	st, err := os.Stat(dir)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), st.Mode().Perm(), "data directory")
-	for _, name := range []string{"acds.db", "acds.db-wal", "acds.db-shm"} {
+	for _, name := range []string{"acds.db", "acds.db-wal", "acds.db-shm", "acds.db-reserve"} {
 		st, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err)
 		require.Zero(t, st.Mode().Perm()&0o077, "%s is %v: readable by others", name, st.Mode().Perm())
