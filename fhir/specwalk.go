@@ -23,6 +23,9 @@ type specFrame struct {
 	// the element does not repeat); Name is "" for the root.
 	Name  string
 	Index int
+	// ID is the node's element id, or a resource's logical id ("" for
+	// none), as r4.WalkIDs gives it.
+	ID string
 	// Present lists the JSON names of the children visited so far, each
 	// once, in visiting order. At leave it holds every child that is set
 	// (plain-string members such as id and Extension.url excepted, which
@@ -57,10 +60,10 @@ func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error,
 			frames = frames[:len(frames)-1]
 		}
 	}
-	err := r4.Walk(r, func(path *r4.Path, node any) error {
+	err := r4.WalkIDs(r, func(path *r4.Path, node any, id string) error {
 		depth := path.Len()
 		pop(depth)
-		f := specFrame{Node: node, Index: -1}
+		f := specFrame{Node: node, Index: -1, ID: id}
 		if len(frames) < cap(frames) {
 			// Reuse the Present storage of the frame last popped here.
 			f.Present = frames[:len(frames)+1][len(frames)].Present[:0]
@@ -80,9 +83,15 @@ func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error,
 				f.Elem = pt.Element(seg.Name)
 			}
 		}
-		if res, ok := node.(r4.Resource); ok {
-			f.Type = spec.Lookup(res.ResourceType())
-		} else if f.Elem != nil {
+		// Only the root and elements of type Resource (contained,
+		// Bundle.entry.resource…) hold resources: other nodes are spared
+		// the interface assertion.
+		if f.Elem == nil || f.Elem.Type == "Resource" {
+			if res, ok := node.(r4.Resource); ok {
+				f.Type = spec.Lookup(res.ResourceType())
+			}
+		}
+		if f.Type == nil && f.Elem != nil {
 			f.Type = f.Elem.TypeDef()
 		}
 		frames = append(frames, f)
@@ -98,3 +107,16 @@ func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error,
 // elementType is the definition of Element, whose children (id,
 // extension) every primitive has.
 var elementType = spec.Lookup("Element")
+
+// kinds reports whether the frame's node is a resource and whether it is
+// a primitive, from its type definition where there is one (sparing the
+// interface assertions, which cost more on the many model types), else
+// from the node.
+func (f *specFrame) kinds() (isResource, isPrimitive bool) {
+	if t := f.Type; t != nil {
+		return t.Kind == spec.Resource, t.Kind == spec.Primitive
+	}
+	_, isResource = f.Node.(r4.Resource)
+	_, isPrimitive = f.Node.(r4.Primitive)
+	return isResource, isPrimitive
+}

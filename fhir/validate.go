@@ -412,18 +412,25 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 			return nil // their invariants are about parts that may be missing
 		}
 	}
-	// An element id is a plain string the walk does not visit on its own.
-	if id, _ := r4.ElementOf(f.Node); id != nil && *id != "" {
-		v.elementID(path, *id)
+	isRes, isPrim := f.kinds()
+	// An element id is a plain string the walk does not visit on its own
+	// (a resource's logical id is enterResource's).
+	if f.ID != "" && !isRes {
+		v.elementID(path, f.ID)
+	}
+	if isRes {
+		if n, ok := f.Node.(r4.Resource); ok {
+			v.enterResource(path, stack, n)
+			if v.ignoredContained(stack) {
+				return r4.SkipChildren
+			}
+		}
+	} else if isPrim {
+		if n, ok := f.Node.(r4.Primitive); ok {
+			v.primitive(path, f, n)
+		}
 	}
 	switch n := f.Node.(type) {
-	case r4.Resource:
-		v.enterResource(path, stack, n)
-		if v.ignoredContained(stack) {
-			return r4.SkipChildren
-		}
-	case r4.Primitive:
-		v.primitive(path, f, n)
 	case *r4.Reference:
 		v.reference(path, f, n)
 	case *r4.Coding:
@@ -830,10 +837,12 @@ func (v *validator) leave(stack []specFrame) {
 	if t != nil && len(t.Required) > 0 {
 		v.required(stack, f, t, damaged)
 	}
-	switch n := f.Node.(type) {
-	case r4.Resource:
-		v.leaveResource(stack, n, damaged)
-		return
+	isRes, isPrim := f.kinds()
+	if isRes {
+		if n, ok := f.Node.(r4.Resource); ok {
+			v.leaveResource(stack, n, damaged)
+			return
+		}
 	}
 	if t != nil && t.Name == "Observation.component" {
 		v.obs6(stack, f)
@@ -841,13 +850,15 @@ func (v *validator) leave(stack []specFrame) {
 	if damaged {
 		return // ele-1 and ext-1 are about parts that may be missing
 	}
-	switch n := f.Node.(type) {
-	case r4.Primitive:
-		if !n.HasValue() && len(f.Present) == 0 {
-			v.errorf("invariant", pathOf(stack), "ele-1: an element must have a value or children")
+	if isPrim {
+		if n, ok := f.Node.(r4.Primitive); ok {
+			if !n.HasValue() && len(f.Present) == 0 {
+				v.errorf("invariant", pathOf(stack), "ele-1: an element must have a value or children")
+			}
+			return
 		}
-		return
-	case *r4.Extension:
+	}
+	if _, isExt := f.Node.(*r4.Extension); isExt {
 		hasValue, hasExt := false, false
 		for _, p := range f.Present {
 			hasValue = hasValue || strings.HasPrefix(p, "value")
