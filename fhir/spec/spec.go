@@ -19,6 +19,7 @@ package spec
 import (
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Kind says what sort of type a Type is.
@@ -128,6 +129,39 @@ func Lookup(name string) *Type {
 
 // Element returns the element of t with the given JSON property name, or nil.
 func (t *Type) Element(name string) *Element {
+	if t.index >= 0 && t.index < len(types) && t == &types[t.index] {
+		if i, ok := elementIndex()[t.index][name]; ok {
+			return &t.Elements[i]
+		}
+		return nil
+	}
+	return t.searchElement(name)
+}
+
+// elementIndex maps, for each type of the tables, an element's name to its
+// position in Elements: a lookup by name is made for every node a
+// validation walks, and a map costs less than a binary search over
+// string comparisons. It is built on first use.
+var elementIndex = sync.OnceValue(func() []map[string]int32 {
+	idx := make([]map[string]int32, len(types))
+	for i := range types {
+		if es := types[i].Elements; len(es) > 0 {
+			m := make(map[string]int32, len(es))
+			for j := range es {
+				if _, dup := m[es[j].Name]; !dup { // the first, as the search finds
+					m[es[j].Name] = int32(j)
+				}
+			}
+			idx[i] = m
+		}
+	}
+	return idx
+})
+
+// searchElement is Element for a Type that is not one of the tables'
+// (made by hand): a binary search over Elements, which are sorted by
+// name.
+func (t *Type) searchElement(name string) *Element {
 	es := t.Elements
 	lo, hi := 0, len(es)
 	for lo < hi {

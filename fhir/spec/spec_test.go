@@ -130,3 +130,36 @@ func TestIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestElementByName checks Element's index by name against the binary
+// search over the sorted elements, for every element of every type, for
+// names that are no element's, and for a Type made by hand (searched).
+func TestElementByName(t *testing.T) {
+	n := 0
+	for i := range types {
+		ty := &types[i]
+		for j := range ty.Elements {
+			name := ty.Elements[j].Name
+			if got, want := ty.Element(name), ty.searchElement(name); got != want || got == nil {
+				t.Fatalf("%s.%s: %p, the search finds %p", ty.Name, name, got, want)
+			}
+			n++
+		}
+		for _, name := range []string{"", "nosuch", "valueNosuch", "ID"} {
+			if e := ty.Element(name); e != nil {
+				t.Fatalf("%s.%q: %s, want none", ty.Name, name, e.Path)
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d elements", n)
+	}
+	copied := *Lookup("Patient")
+	copied.index = 0
+	if e := copied.Element("birthDate"); e == nil || e.Path != "Patient.birthDate" {
+		t.Fatalf("a Type made by hand: %v", e)
+	}
+	if e := copied.Element("nosuch"); e != nil {
+		t.Fatalf("a Type made by hand: %s for nosuch", e.Path)
+	}
+}
