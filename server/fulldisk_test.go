@@ -99,6 +99,12 @@ func TestFullDiskDelete(t *testing.T) {
 				filler = disktest.Fill(t, dir, "other-program.log")
 				refused(post())
 			}
+			// The store refuses new requests but answers: health is not
+			// degraded (a balancer that takes a 503 there out of service
+			// would cut off the deletions that make room).
+			if resp, b := h.do("GET", "/v1/health", "", nil); resp.StatusCode != http.StatusOK {
+				t.Fatalf("health on a full disk: %d %s", resp.StatusCode, b)
+			}
 			for i, id := range accepted[:6] {
 				if resp, b := h.do("DELETE", "/v1/requests/"+id, tok, nil); resp.StatusCode != http.StatusNoContent {
 					t.Fatalf("DELETE %d on a full disk: %d %s", i+1, resp.StatusCode, b)

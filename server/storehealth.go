@@ -33,13 +33,14 @@ type storeHealth struct {
 
 // observe notes the outcome err of a call made with the caller's context
 // parent. Answers that come from the database (not found, conflict,
-// invalid, lease lost) show it reachable; a call the caller abandoned
+// invalid, lease lost, full) show it reachable; a call the caller abandoned
 // shows nothing.
 func (h *storeHealth) observe(parent context.Context, err error) {
 	var down bool
 	switch {
 	case err == nil, errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict),
-		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrLeaseLost):
+		errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrLeaseLost),
+		errors.Is(err, store.ErrFull): // a full disk refuses writes, not deletions
 		down = false
 	case parent.Err() != nil:
 		return

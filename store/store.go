@@ -70,6 +70,10 @@ var (
 	// ErrCorrupt: a stored value cannot be decoded (the database file was
 	// damaged or altered outside the store).
 	ErrCorrupt = errors.New("store: corrupt stored value")
+	// ErrFull: the store's disk is too full to take the write. The
+	// database is reachable, and deletions still work; retry once room
+	// is made. Servers answer it with 503 and Retry-After.
+	ErrFull = errors.New("store: full")
 )
 
 // Session is an anonymous session: a pseudonym and the SHA-256 of its bearer

@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/acds-project/acds/store"
 )
 
 // ErrDiskFull is the error of a write that failed, or of a new request
@@ -19,7 +22,7 @@ import (
 // (or too nearly full to take it: see SQLite's Full disk section). It
 // passes: retry once data is deleted or the disk is grown. The server
 // answers it with 503 and Retry-After.
-var ErrDiskFull = errors.New("store: the data disk is full")
+var ErrDiskFull = fmt.Errorf("%w: the data disk is full", store.ErrFull)
 
 // A full disk must not stop deletions (issue 15): a user erasing their
 // data and an operator freeing room both go through them, and with
@@ -78,6 +81,10 @@ type room struct {
 
 	mu   sync.Mutex
 	held bool // the reserve is on disk
+	// pending is the room admitted to new requests whose writes have
+	// not returned yet: admit counts it as taken, so that requests
+	// admitted at once do not all count the same free room.
+	pending atomic.Int64
 }
 
 // newRoom plans the room of the database at dbPath (absolute) and writes
@@ -167,11 +174,33 @@ func (r *room) logDebt(ctx context.Context) (int64, error) {
 // admit refuses, with ErrDiskFull, a new request that needs about need
 // bytes when the disk has not the room for it that the deletions can
 // spare (see above). It reads the log's debt only on a disk near full.
-func (r *room) admit(ctx context.Context, need int64) error {
+// An admitted request's room counts as taken (pending) until the
+// returned done is called, once its write has returned.
+func (r *room) admit(ctx context.Context, need int64) (done func(), err error) {
 	if r.size == 0 {
-		return nil
+		return func() {}, nil
 	}
+	taken := 2 * need // the request's pages, and as much again in the log
+	r.pending.Add(taken)
+	done = func() { r.pending.Add(-taken) }
+	if err := r.admitting(ctx, need); err != nil {
+		done()
+		return nil, err
+	}
+	return done, nil
+}
+
+// freeRoom is the room free on the disk less what other admitted
+// requests (pending, which holds this one's too) will take.
+func (r *room) freeRoom(need int64) (int64, error) {
 	_, free, err := diskSpace(r.dir)
+	return free - (r.pending.Load() - 2*need), err
+}
+
+// admitting is admit's decision, with the room admitted to other
+// requests not yet written counted as taken.
+func (r *room) admitting(ctx context.Context, need int64) error {
+	free, err := r.freeRoom(need)
 	if err != nil {
 		return nil // not measured: the write finds out
 	}
@@ -196,7 +225,7 @@ func (r *room) admit(ctx context.Context, need int64) error {
 		// now (it is owed anyway, and this is what makes room for the
 		// log to start over), then measure again.
 		r.checkpoint(ctx)
-		if _, free, err = diskSpace(r.dir); err != nil {
+		if free, err = r.freeRoom(need); err != nil {
 			return nil
 		}
 		if debt, err = r.logDebt(ctx); err != nil {
@@ -287,12 +316,15 @@ func asDiskFull(err error) error {
 }
 
 // writeFreeing is write for a job that frees room (a deletion, an
-// erasure): it releases the reserve first if the disk is full, and the
-// writer runs it again, alone, in the room it can make if its batch
-// fails because the disk is full (recoverFreeing).
+// erasure): it releases the reserve first if the disk is full. Once the
+// reserve is released, the writer runs the job alone, after truncating
+// the log (recoverFreeing); before, it runs it in a batch, and again
+// alone in the room it can make if the batch fails because the disk is
+// full.
 func (s *SQLite) writeFreeing(ctx context.Context, fn func(w *writeConn) error) error {
 	s.room.beforeFreeing(ctx)
-	return s.submit(ctx, &writeJob{ctx: ctx, single: true, frees: true, fn: fn, done: make(chan error, 1)})
+	alone := s.room.size > 0 && !s.room.isHeld()
+	return s.submit(ctx, &writeJob{ctx: ctx, single: true, frees: true, alone: alone, fn: fn, done: make(chan error, 1)})
 }
 
 // recoverFreeing runs the freeing job j again, alone, after its batch

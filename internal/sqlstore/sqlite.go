@@ -298,6 +298,11 @@ type writeJob struct {
 	// frees: the job frees room (a deletion, an erasure), so it is run
 	// again alone if its batch fails because the disk is full.
 	frees bool
+	// alone: a freeing job on a disk near full (the reserve released):
+	// it is not batched but run by recoverFreeing, after the log is
+	// checkpointed and truncated, so that the room the reserve gave back
+	// pays the log's debt before any write takes it.
+	alone bool
 	fn    func(w *writeConn) error
 	done  chan error
 }
@@ -494,7 +499,11 @@ func (s *SQLite) drain(batch []*writeJob) []*writeJob {
 func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 	w := s.w
 	errs := make([]error, 0, len(batch))
+	var alone []int // the jobs run alone, after the batch
 	finish := func() {
+		for _, i := range alone {
+			errs[i] = s.recoverFreeing(batch[i])
+		}
 		for i, j := range batch {
 			j.done <- errs[i]
 		}
@@ -517,7 +526,7 @@ func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 			// through, so each is run again alone in the room it can
 			// make; the other jobs fail (503: retry later).
 			for i, j := range batch {
-				if j.frees && isDiskFull(errs[i]) {
+				if j.frees && !j.alone && isDiskFull(errs[i]) {
 					errs[i] = s.recoverFreeing(j)
 				}
 			}
@@ -538,6 +547,10 @@ func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 		errs = append(errs, nil)
 		if err := j.ctx.Err(); err != nil {
 			errs[i] = err
+			continue
+		}
+		if j.alone {
+			alone = append(alone, i)
 			continue
 		}
 		if j.single {
@@ -759,9 +772,11 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 	}
 	created := store.StoredTime(r.CreatedAt).UnixMicro()
 	input, codec := s.codecs.compress(r.Input) // here, in parallel, not in the writer
-	if err := s.room.admit(ctx, int64(len(input)+len(r.Sealed)+len(r.Callback))+rowOverhead); err != nil {
+	admitted, err := s.room.admit(ctx, int64(len(input)+len(r.Sealed)+len(r.Callback))+rowOverhead)
+	if err != nil {
 		return err
 	}
+	defer admitted()
 	return s.write(ctx, true, func(w *writeConn) error {
 		_, err := w.exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, sealed, affinity, created_at, updated_at)
 			VALUES (?, ?, ?, 'processing', ?, ?, ?, ?, ?, ?)`,
