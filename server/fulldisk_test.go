@@ -31,8 +31,9 @@ func fullDiskBundle(t *testing.T) map[string]any {
 // gets 503 with Retry-After, but DELETE still answers 204 — several in a
 // row (issue 15: it answered 503 too, so the disk could not be cleared
 // through the API); after the deletes, once room is back, new requests
-// are accepted again. The disk is filled mostly through the store (as
-// fast as the test can, also under -race), the last of it through POST.
+// are accepted again. The disk is filled through the store (as fast as
+// the test can, also under -race) until it refuses a request; POST is
+// then refused too (usually at once).
 // filledByOthers: after the server stopped accepting, another program
 // takes every byte left on the disk, and gives its room back only after
 // the deletes.

@@ -80,3 +80,41 @@ func TestFullDiskDeletionRunsAgainAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseReserveIsRewritten: a reserve that holds no room (made
+// sparse, as truncate or a sparse copy leaves it) is not taken for held
+// at open, whatever its size says, and is written again with its room.
+func TestSparseReserveIsRewritten(t *testing.T) {
+	dir := disktest.Small(t, 16<<20)
+	ctx := t.Context()
+	path := filepath.Join(dir, "acds.db")
+	s, err := OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := s.room.size
+	if !s.room.isHeld() || heldOnDisk(s.room.reserve) < size {
+		t.Fatalf("reserve at first open: held %v, %d bytes on disk of %d", s.room.isHeld(), heldOnDisk(s.room.reserve), size)
+	}
+	reserve := s.room.reserve
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(reserve, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(reserve, size); err != nil { // sparse: the size, no blocks
+		t.Fatal(err)
+	}
+	if fileSize(reserve) != size || heldOnDisk(reserve) >= size {
+		t.Fatalf("the reserve was not made sparse: %d bytes, %d on disk", fileSize(reserve), heldOnDisk(reserve))
+	}
+	s, err = OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.room.isHeld() || heldOnDisk(reserve) < size {
+		t.Fatalf("a sparse reserve at open: held %v, %d bytes on disk of %d", s.room.isHeld(), heldOnDisk(reserve), size)
+	}
+}

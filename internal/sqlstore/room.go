@@ -99,8 +99,8 @@ func newRoom(dbPath string, rdb *sql.DB, pageSize int64) *room {
 		return r // not measured here: no reserve, no watermark
 	}
 	r.size = min(maxReserve, total/reserveShare) &^ 4095
-	if r.size > 0 && fileSize(r.reserve) >= r.size {
-		r.held = true // from an earlier start
+	if r.size > 0 && fileSize(r.reserve) >= r.size && heldOnDisk(r.reserve) >= r.size {
+		r.held = true // from an earlier start (and not made sparse since)
 	} else {
 		r.ensure()
 	}
@@ -269,7 +269,11 @@ func writeZeros(path string, size int64) error {
 	if err != nil {
 		return err
 	}
-	if err := allocate(f, size); err != nil {
+	if aerr := allocate(f, size); aerr != nil {
+		if !allocateUnsupported(aerr) {
+			_ = f.Close()
+			return aerr
+		}
 		err = fillZeros(f, size)
 	}
 	if err == nil {

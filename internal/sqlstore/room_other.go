@@ -13,3 +13,10 @@ func diskSpace(string) (total, free int64, err error) { return 0, 0, errors.ErrU
 
 // allocate is fallocate(2) on Linux; elsewhere the caller writes zeros.
 func allocate(*os.File, int64) error { return errors.ErrUnsupported }
+
+// heldOnDisk is the file's size here, where blocks are not read (and
+// there is no reserve).
+func heldOnDisk(path string) int64 { return fileSize(path) }
+
+// allocateUnsupported: allocate always is, here.
+func allocateUnsupported(error) bool { return true }
