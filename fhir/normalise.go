@@ -332,9 +332,15 @@ func rewriteReferences(r r4.Resource, f func(string) (string, bool)) {
 // Bundle's table would misattribute data.
 func scopeWalk(r r4.Resource, fn r4.WalkFunc) error {
 	return r4.Walk(r, func(path *r4.Path, node any) error {
+		// Nested resources are held by elements named resource
+		// (Bundle.entry, Parameters.parameter) and outcome (a Bundle
+		// response): only those nodes are asked whether they are one,
+		// sparing every other node an interface assertion.
 		if n := path.Len(); n > 0 {
-			if _, ok := node.(r4.Resource); ok && path.Segments()[n-1].Name != "contained" {
-				return r4.SkipChildren
+			if name := path.Segments()[n-1].Name; name == "resource" || name == "outcome" {
+				if _, ok := node.(r4.Resource); ok {
+					return r4.SkipChildren
+				}
 			}
 		}
 		return fn(path, node)
