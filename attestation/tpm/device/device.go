@@ -158,16 +158,13 @@ func Open(ctx context.Context, o Options) (_ *Backend, err error) {
 		}
 		b.rw, b.closeRW = c, c.Close
 	default:
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("%w: tpm: no TPM at %s: %w", attestation.ErrNoTEE, path, err)
-		}
-		f, err := tpm2.OpenTPM(path)
+		f, err := openDevice(path) // device_*.go
 		if err != nil {
-			return nil, fmt.Errorf("%w: tpm %s: %w", attestation.ErrNoTEE, path, err)
+			return nil, fmt.Errorf("%w: tpm: no TPM at %s: %w", attestation.ErrNoTEE, path, err)
 		}
 		b.rw, b.closeRW = f, f.Close
 		if eventLog == "" {
-			eventLog = KernelEventLog
+			eventLog = kernelEventLog
 		}
 	}
 	if eventLog != "" {
