@@ -1,6 +1,9 @@
 package fhir
 
 import (
+	"sync/atomic"
+	"unsafe"
+
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
 )
@@ -80,7 +83,7 @@ func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error,
 					// A primitive's children are those of Element (id, extension).
 					pt = elementType
 				}
-				f.Elem = pt.Element(seg.Name)
+				f.Elem = elementOf(pt, seg.Name)
 			}
 		}
 		// Only the root and elements of type Resource (contained,
@@ -120,3 +123,37 @@ func (f *specFrame) kinds() (isResource, isPrimitive bool) {
 	_, isPrimitive = f.Node.(r4.Primitive)
 	return isResource, isPrimitive
 }
+
+// elementOf is pt.Element(name) through a small cache keyed by the
+// type and the address of the name's bytes. The walk's names are the
+// generated model's constants, so each (type, name) pair a validation
+// meets has one address, and the cache answers it with two comparisons
+// where the map hashes and compares the string. An entry keeps its name
+// alive, so no other string can take that address while it is cached;
+// a name built at run time only misses and is looked up in the map.
+func elementOf(pt *spec.Type, name string) *spec.Element {
+	slot := &elementCache[elementSlot(pt, name)]
+	if c := slot.Load(); c != nil && c.t == pt && len(c.name) == len(name) && unsafe.StringData(c.name) == unsafe.StringData(name) {
+		return c.e
+	}
+	e := pt.Element(name)
+	slot.Store(&elementCacheEntry{t: pt, name: name, e: e})
+	return e
+}
+
+// elementSlot is the cache slot of (pt, name): a multiplicative hash of
+// the two addresses.
+func elementSlot(pt *spec.Type, name string) uint64 {
+	p := uintptr(unsafe.Pointer(unsafe.StringData(name)))
+	return uint64((p>>3)^(uintptr(unsafe.Pointer(pt))>>4)) * 0x9e3779b97f4a7c15 >> (64 - elementCacheBits)
+}
+
+const elementCacheBits = 12
+
+type elementCacheEntry struct {
+	t    *spec.Type
+	name string
+	e    *spec.Element
+}
+
+var elementCache [1 << elementCacheBits]atomic.Pointer[elementCacheEntry]

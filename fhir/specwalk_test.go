@@ -2,10 +2,17 @@ package fhir
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/fhir/spec"
 )
 
 func TestSpecWalk(t *testing.T) {
@@ -79,4 +86,117 @@ func TestSpecWalk(t *testing.T) {
 	if err != stop || depth != 0 {
 		t.Errorf("err %v, unbalanced by %d; want stop, 0", err, depth)
 	}
+}
+
+// TestElementOfMatchesElement checks the walk's cached element lookup
+// against spec.Type.Element on every node of the shared Synthea bundles,
+// walked by several goroutines at once (the cache is shared), and with
+// names that are equal but stored elsewhere, or unknown.
+func TestElementOfMatchesElement(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedDir(t, "synthea"), "*.json"))
+	if len(files) > 4 {
+		files = files[:4]
+	}
+	if len(files) == 0 {
+		t.Skip("no Synthea bundles")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, len(files)*2)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := r4.Unmarshal(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := 0
+				_ = specWalk(r, func(path *r4.Path, stack []specFrame) error {
+					d := len(stack) - 1
+					if d == 0 {
+						return nil
+					}
+					pt := stack[d-1].Type
+					if pt == nil {
+						return nil
+					}
+					if pt.Kind == spec.Primitive {
+						pt = elementType
+					}
+					name := stack[d].Name
+					if want := pt.Element(name); stack[d].Elem != want {
+						errs <- fmt.Sprintf("%s: elementOf gave %v, Element %v", path, stack[d].Elem, want)
+					}
+					// The same name in other bytes, and a name no type has.
+					copied := string(append([]byte(nil), name...))
+					if got := elementOf(pt, copied); got != pt.Element(name) {
+						errs <- fmt.Sprintf("%s: elementOf(copy of %q) = %v", path, name, got)
+					}
+					if got := elementOf(pt, copied+"Nope"); got != nil {
+						errs <- fmt.Sprintf("%s: elementOf(%q) = %v, want nil", path, copied+"Nope", got)
+					}
+					n++
+					return nil
+				}, nil)
+				if n == 0 {
+					errs <- "no element walked"
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestElementOfCollision puts two types that share a name's bytes in the
+// same cache slot, one after the other: each must get its own element.
+// The table's types never meet in a slot for one name (the hash spreads
+// nearby addresses), so copies of them made on the heap are added.
+func TestElementOfCollision(t *testing.T) {
+	var types []*spec.Type
+	for _, n := range []string{"Patient", "Observation", "Bundle", "Coding", "CodeableConcept", "Quantity", "Reference",
+		"Identifier", "HumanName", "Address", "Period", "Meta", "Narrative", "Encounter", "Condition", "Procedure",
+		"MedicationRequest", "Immunization", "Organization", "Practitioner", "Claim", "ExplanationOfBenefit",
+		"DiagnosticReport", "CarePlan", "CareTeam", "Goal", "Location", "Device", "AllergyIntolerance", "Attachment"} {
+		if ty := spec.Lookup(n); ty != nil {
+			// A copy of the type, elsewhere in memory, with elements of
+			// its own: a type that is not one of the tables'.
+			cp := *ty
+			cp.Elements = slices.Clone(ty.Elements)
+			types = append(types, ty, &cp)
+		}
+	}
+	// Names at many addresses: the bytes of one buffer, eight apart.
+	const word = "extension"
+	buf := []byte(strings.Repeat(word+"\x00\x00\x00\x00\x00\x00\x00", 1<<14))
+	for off := 0; off+len(word) <= len(buf); off += 16 {
+		name := unsafe.String(&buf[off], len(word))
+		seen := map[uint64]*spec.Type{}
+		for _, ty := range types {
+			s := elementSlot(ty, name)
+			other := seen[s]
+			if other == nil {
+				seen[s] = ty
+				continue
+			}
+			if other.Element(word) == ty.Element(word) {
+				t.Fatalf("%s and %s share their extension element", other.Name, ty.Name)
+			}
+			for _, pt := range []*spec.Type{other, ty, other} {
+				if got, want := elementOf(pt, name), pt.Element(word); got != want {
+					t.Fatalf("elementOf(%s, %s) = %p, want %p", pt.Name, word, got, want)
+				}
+			}
+			return
+		}
+	}
+	t.Fatal("no two types met in a slot")
 }
