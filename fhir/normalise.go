@@ -311,15 +311,14 @@ func isOurProvenance(r r4.Resource) bool {
 // rewriteReferences replaces every Reference.reference in r's scope (see
 // scopeWalk) for which f returns a replacement.
 func rewriteReferences(r r4.Resource, f func(string) (string, bool)) {
-	_ = scopeWalk(r, func(_ *r4.Path, node any) error {
-		if ref, ok := node.(*r4.Reference); ok {
-			if s := ref.Reference; s != nil && s.HasValue() {
-				if v, ok := f(s.Value); ok {
-					s.Value = v
-				}
+	// EachReference without nested resources keeps to scopeWalk's scope,
+	// without a full walk.
+	r4.EachReference(r, false, func(ref *r4.Reference) {
+		if s := ref.Reference; s != nil && s.HasValue() {
+			if v, ok := f(s.Value); ok {
+				s.Value = v
 			}
 		}
-		return nil
 	})
 }
 

@@ -23,6 +23,7 @@ type Resource interface {
 	encodeCanonical(e *encoder)
 	walk(w *walker)
 	walkID() string
+	refs(r *refWalker)
 	isNil() bool
 	size() int
 }

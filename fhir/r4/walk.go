@@ -132,6 +132,7 @@ func (w *walker) wants(name string) bool {
 type walkable interface {
 	walk(w *walker)
 	walkID() string
+	refs(r *refWalker)
 }
 
 // call calls the walk's callback for v at the current path.
@@ -215,4 +216,54 @@ func References(r Resource, fn func(path *Path, ref *Reference) error) error {
 		}
 		return nil
 	})
+}
+
+// EachReference calls fn for every Reference in r, in the order Walk
+// visits them, and is much cheaper than References: it keeps no path and
+// enters a primitive only for its extensions. With nested false it stays
+// in r's own scope: r's contained resources are visited, but not the
+// other resources nested in it (a Bundle's entries and its response
+// outcomes, a Parameters' resources), each of which is a scope of its
+// own. fn may change the Reference in place.
+func EachReference(r Resource, nested bool, fn func(ref *Reference)) {
+	if r == nil || r.isNil() {
+		return
+	}
+	r.refs(&refWalker{fn: fn, nested: nested})
+}
+
+// refWalker is the state of EachReference.
+type refWalker struct {
+	fn     func(*Reference)
+	nested bool // enter nested resources other than contained ones
+}
+
+func (r *refWalker) resource(x Resource) {
+	if x != nil && !x.isNil() {
+		x.refs(r)
+	}
+}
+
+func (r *refWalker) resources(xs []Resource) {
+	for _, x := range xs {
+		r.resource(x)
+	}
+}
+
+func refsOne[T any, P interface {
+	*T
+	walkable
+}](r *refWalker, x P) {
+	if x != nil {
+		x.refs(r)
+	}
+}
+
+func refsMany[T any, P interface {
+	*T
+	walkable
+}](r *refWalker, s []T) {
+	for i := range s {
+		P(&s[i]).refs(r)
+	}
 }

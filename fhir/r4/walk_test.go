@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -284,4 +285,81 @@ func TestWalkIDs(t *testing.T) {
 	if err != stop || n != 3 {
 		t.Errorf("stopping at the Patient: %v after %d nodes, want stop after 3", err, n)
 	}
+}
+
+// TestEachReference checks EachReference against Walk on every official
+// example (Bundles, Parameters and contained resources among them): with
+// nested, the References Walk visits, in its order; without, those Walk
+// visits when it skips the resources held by elements named resource or
+// outcome (contained ones stay). A hand-made Bundle covers a reference in
+// a primitive's extension, in a contained resource, in an entry, and in a
+// response outcome.
+func TestEachReference(t *testing.T) {
+	walked := func(r r4.Resource, nested bool) []*r4.Reference {
+		var refs []*r4.Reference
+		_ = r4.Walk(r, func(p *r4.Path, node any) error {
+			if n := p.Len(); !nested && n > 0 {
+				if name := p.Segments()[n-1].Name; name == "resource" || name == "outcome" {
+					if _, ok := node.(r4.Resource); ok {
+						return r4.SkipChildren
+					}
+				}
+			}
+			if ref, ok := node.(*r4.Reference); ok {
+				refs = append(refs, ref)
+			}
+			return nil
+		})
+		return refs
+	}
+	each := func(r r4.Resource, nested bool) []*r4.Reference {
+		var refs []*r4.Reference
+		r4.EachReference(r, nested, func(ref *r4.Reference) { refs = append(refs, ref) })
+		return refs
+	}
+	compare := func(name string, r r4.Resource) int {
+		n := 0
+		for _, nested := range []bool{true, false} {
+			want, got := walked(r, nested), each(r, nested)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s (nested %v): EachReference gave %d references, Walk %d, or another order", name, nested, len(got), len(want))
+			}
+			n += len(want)
+		}
+		return n
+	}
+	r := mustDecode(t, `{"resourceType":"Bundle","type":"batch-response","entry":[
+	  {"resource":{"resourceType":"Patient","_birthDate":{"extension":[{"url":"http://x","valueReference":{"reference":"Practitioner/a"}}]},
+	    "contained":[{"resourceType":"Practitioner","id":"pr","identifier":[{"assigner":{"reference":"Organization/o"}}]}],
+	    "generalPractitioner":[{"reference":"#pr"}]},
+	   "response":{"status":"200","outcome":{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"x",
+	     "details":{"extension":[{"url":"http://y","valueReference":{"reference":"Patient/q"}}]}}]}}}],
+	  "signature":{"type":[{"system":"urn:x","code":"y"}],"when":"2020-01-01T00:00:00Z","who":{"reference":"Device/d"}}}`)
+	if got := len(each(r, true)); got != 5 {
+		t.Errorf("nested: %d references, want 5", got)
+	}
+	if got := len(each(r, false)); got != 1 {
+		t.Errorf("own scope of the Bundle: %d references, want 1 (the signature's)", got)
+	}
+	compare("hand-made Bundle", r)
+	r4.EachReference(nil, true, func(*r4.Reference) { t.Error("a nil resource has no references") })
+
+	files := jsonFiles(t, filepath.Join(repoRoot(t), ".fhir-defs", "package"))
+	checked, refs := 0, 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := r4.Unmarshal(data)
+		if err != nil {
+			continue // npm metadata, not a resource
+		}
+		refs += compare(filepath.Base(f), r)
+		checked++
+	}
+	if checked < 1000 || refs < 1000 {
+		t.Fatalf("only %d resources and %d references checked", checked, refs)
+	}
+	t.Logf("%d resources, %d references", checked, refs)
 }

@@ -127,6 +127,20 @@ func (x *Address) walk(w *walker) {
 
 func (x *Address) walkID() string { return x.ID }
 
+func (x *Address) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Use)
+	refsOne(r, x.Type)
+	refsOne(r, x.Text)
+	refsMany(r, x.Line)
+	refsOne(r, x.City)
+	refsOne(r, x.District)
+	refsOne(r, x.State)
+	refsOne(r, x.PostalCode)
+	refsOne(r, x.Country)
+	refsOne(r, x.Period)
+}
+
 func (x *Address) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -311,6 +325,15 @@ func (x *Age) walk(w *walker) {
 
 func (x *Age) walkID() string { return x.ID }
 
+func (x *Age) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Comparator)
+	refsOne(r, x.Unit)
+	refsOne(r, x.System)
+	refsOne(r, x.Code)
+}
+
 func (x *Age) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -460,6 +483,14 @@ func (x *Annotation) walk(w *walker) {
 }
 
 func (x *Annotation) walkID() string { return x.ID }
+
+func (x *Annotation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.AuthorReference)
+	refsOne(r, x.AuthorString)
+	refsOne(r, x.Time)
+	refsOne(r, x.Text)
+}
 
 func (x *Annotation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -646,6 +677,18 @@ func (x *Attachment) walk(w *walker) {
 
 func (x *Attachment) walkID() string { return x.ID }
 
+func (x *Attachment) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.ContentType)
+	refsOne(r, x.Language)
+	refsOne(r, x.Data)
+	refsOne(r, x.URL)
+	refsOne(r, x.Size)
+	refsOne(r, x.Hash)
+	refsOne(r, x.Title)
+	refsOne(r, x.Creation)
+}
+
 func (x *Attachment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -795,6 +838,12 @@ func (x *CodeableConcept) walk(w *walker) {
 
 func (x *CodeableConcept) walkID() string { return x.ID }
 
+func (x *CodeableConcept) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.Coding)
+	refsOne(r, x.Text)
+}
+
 func (x *CodeableConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -939,6 +988,15 @@ func (x *Coding) walk(w *walker) {
 
 func (x *Coding) walkID() string { return x.ID }
 
+func (x *Coding) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.System)
+	refsOne(r, x.Version)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsOne(r, x.UserSelected)
+}
+
 func (x *Coding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1072,6 +1130,12 @@ func (x *ContactDetail) walk(w *walker) {
 }
 
 func (x *ContactDetail) walkID() string { return x.ID }
+
+func (x *ContactDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Name)
+	refsMany(r, x.Telecom)
+}
 
 func (x *ContactDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1215,6 +1279,15 @@ func (x *ContactPoint) walk(w *walker) {
 
 func (x *ContactPoint) walkID() string { return x.ID }
 
+func (x *ContactPoint) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.System)
+	refsOne(r, x.Value)
+	refsOne(r, x.Use)
+	refsOne(r, x.Rank)
+	refsOne(r, x.Period)
+}
+
 func (x *ContactPoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1355,6 +1428,13 @@ func (x *Contributor) walk(w *walker) {
 }
 
 func (x *Contributor) walkID() string { return x.ID }
+
+func (x *Contributor) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Name)
+	refsMany(r, x.Contact)
+}
 
 func (x *Contributor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1504,6 +1584,15 @@ func (x *Count) walk(w *walker) {
 }
 
 func (x *Count) walkID() string { return x.ID }
+
+func (x *Count) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Comparator)
+	refsOne(r, x.Unit)
+	refsOne(r, x.System)
+	refsOne(r, x.Code)
+}
 
 func (x *Count) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1687,6 +1776,19 @@ func (x *DataRequirement) walk(w *walker) {
 
 func (x *DataRequirement) walkID() string { return x.ID }
 
+func (x *DataRequirement) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Profile)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsMany(r, x.MustSupport)
+	refsMany(r, x.CodeFilter)
+	refsMany(r, x.DateFilter)
+	refsOne(r, x.Limit)
+	refsMany(r, x.Sort)
+}
+
 func (x *DataRequirement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1859,6 +1961,14 @@ func (x *DataRequirementCodeFilter) walk(w *walker) {
 
 func (x *DataRequirementCodeFilter) walkID() string { return x.ID }
 
+func (x *DataRequirementCodeFilter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Path)
+	refsOne(r, x.SearchParam)
+	refsOne(r, x.ValueSet)
+	refsMany(r, x.Code)
+}
+
 func (x *DataRequirementCodeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2009,6 +2119,15 @@ func (x *DataRequirementDateFilter) walk(w *walker) {
 
 func (x *DataRequirementDateFilter) walkID() string { return x.ID }
 
+func (x *DataRequirementDateFilter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Path)
+	refsOne(r, x.SearchParam)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.ValueDuration)
+}
+
 func (x *DataRequirementDateFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2150,6 +2269,12 @@ func (x *DataRequirementSort) walk(w *walker) {
 }
 
 func (x *DataRequirementSort) walkID() string { return x.ID }
+
+func (x *DataRequirementSort) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Path)
+	refsOne(r, x.Direction)
+}
 
 func (x *DataRequirementSort) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2295,6 +2420,15 @@ func (x *Distance) walk(w *walker) {
 }
 
 func (x *Distance) walkID() string { return x.ID }
+
+func (x *Distance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Comparator)
+	refsOne(r, x.Unit)
+	refsOne(r, x.System)
+	refsOne(r, x.Code)
+}
 
 func (x *Distance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2514,6 +2648,25 @@ func (x *Dosage) walk(w *walker) {
 
 func (x *Dosage) walkID() string { return x.ID }
 
+func (x *Dosage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Text)
+	refsMany(r, x.AdditionalInstruction)
+	refsOne(r, x.PatientInstruction)
+	refsOne(r, x.Timing)
+	refsOne(r, x.AsNeededBoolean)
+	refsOne(r, x.AsNeededCodeableConcept)
+	refsOne(r, x.Site)
+	refsOne(r, x.Route)
+	refsOne(r, x.Method)
+	refsMany(r, x.DoseAndRate)
+	refsOne(r, x.MaxDosePerPeriod)
+	refsOne(r, x.MaxDosePerAdministration)
+	refsOne(r, x.MaxDosePerLifetime)
+}
+
 func (x *Dosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2716,6 +2869,16 @@ func (x *DosageDoseAndRate) walk(w *walker) {
 
 func (x *DosageDoseAndRate) walkID() string { return x.ID }
 
+func (x *DosageDoseAndRate) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Type)
+	refsOne(r, x.DoseRange)
+	refsOne(r, x.DoseQuantity)
+	refsOne(r, x.RateRatio)
+	refsOne(r, x.RateRange)
+	refsOne(r, x.RateQuantity)
+}
+
 func (x *DosageDoseAndRate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2889,6 +3052,15 @@ func (x *Duration) walk(w *walker) {
 }
 
 func (x *Duration) walkID() string { return x.ID }
+
+func (x *Duration) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Comparator)
+	refsOne(r, x.Unit)
+	refsOne(r, x.System)
+	refsOne(r, x.Code)
+}
 
 func (x *Duration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4386,6 +4558,208 @@ func (x *ElementDefinition) walk(w *walker) {
 
 func (x *ElementDefinition) walkID() string { return x.ID }
 
+func (x *ElementDefinition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Path)
+	refsMany(r, x.Representation)
+	refsOne(r, x.SliceName)
+	refsOne(r, x.SliceIsConstraining)
+	refsOne(r, x.Label)
+	refsMany(r, x.Code)
+	refsOne(r, x.Slicing)
+	refsOne(r, x.Short)
+	refsOne(r, x.Definition)
+	refsOne(r, x.Comment)
+	refsOne(r, x.Requirements)
+	refsMany(r, x.Alias)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+	refsOne(r, x.Base)
+	refsOne(r, x.ContentReference)
+	refsMany(r, x.Type)
+	refsOne(r, x.DefaultValueBase64Binary)
+	refsOne(r, x.DefaultValueBoolean)
+	refsOne(r, x.DefaultValueCanonical)
+	refsOne(r, x.DefaultValueCode)
+	refsOne(r, x.DefaultValueDate)
+	refsOne(r, x.DefaultValueDateTime)
+	refsOne(r, x.DefaultValueDecimal)
+	refsOne(r, x.DefaultValueID)
+	refsOne(r, x.DefaultValueInstant)
+	refsOne(r, x.DefaultValueInteger)
+	refsOne(r, x.DefaultValueMarkdown)
+	refsOne(r, x.DefaultValueOID)
+	refsOne(r, x.DefaultValuePositiveInt)
+	refsOne(r, x.DefaultValueString)
+	refsOne(r, x.DefaultValueTime)
+	refsOne(r, x.DefaultValueUnsignedInt)
+	refsOne(r, x.DefaultValueURI)
+	refsOne(r, x.DefaultValueURL)
+	refsOne(r, x.DefaultValueUUID)
+	refsOne(r, x.DefaultValueAddress)
+	refsOne(r, x.DefaultValueAge)
+	refsOne(r, x.DefaultValueAnnotation)
+	refsOne(r, x.DefaultValueAttachment)
+	refsOne(r, x.DefaultValueCodeableConcept)
+	refsOne(r, x.DefaultValueCoding)
+	refsOne(r, x.DefaultValueContactPoint)
+	refsOne(r, x.DefaultValueCount)
+	refsOne(r, x.DefaultValueDistance)
+	refsOne(r, x.DefaultValueDuration)
+	refsOne(r, x.DefaultValueHumanName)
+	refsOne(r, x.DefaultValueIdentifier)
+	refsOne(r, x.DefaultValueMoney)
+	refsOne(r, x.DefaultValuePeriod)
+	refsOne(r, x.DefaultValueQuantity)
+	refsOne(r, x.DefaultValueRange)
+	refsOne(r, x.DefaultValueRatio)
+	refsOne(r, x.DefaultValueReference)
+	refsOne(r, x.DefaultValueSampledData)
+	refsOne(r, x.DefaultValueSignature)
+	refsOne(r, x.DefaultValueTiming)
+	refsOne(r, x.DefaultValueContactDetail)
+	refsOne(r, x.DefaultValueContributor)
+	refsOne(r, x.DefaultValueDataRequirement)
+	refsOne(r, x.DefaultValueExpression)
+	refsOne(r, x.DefaultValueParameterDefinition)
+	refsOne(r, x.DefaultValueRelatedArtifact)
+	refsOne(r, x.DefaultValueTriggerDefinition)
+	refsOne(r, x.DefaultValueUsageContext)
+	refsOne(r, x.DefaultValueDosage)
+	refsOne(r, x.DefaultValueMeta)
+	refsOne(r, x.MeaningWhenMissing)
+	refsOne(r, x.OrderMeaning)
+	refsOne(r, x.FixedBase64Binary)
+	refsOne(r, x.FixedBoolean)
+	refsOne(r, x.FixedCanonical)
+	refsOne(r, x.FixedCode)
+	refsOne(r, x.FixedDate)
+	refsOne(r, x.FixedDateTime)
+	refsOne(r, x.FixedDecimal)
+	refsOne(r, x.FixedID)
+	refsOne(r, x.FixedInstant)
+	refsOne(r, x.FixedInteger)
+	refsOne(r, x.FixedMarkdown)
+	refsOne(r, x.FixedOID)
+	refsOne(r, x.FixedPositiveInt)
+	refsOne(r, x.FixedString)
+	refsOne(r, x.FixedTime)
+	refsOne(r, x.FixedUnsignedInt)
+	refsOne(r, x.FixedURI)
+	refsOne(r, x.FixedURL)
+	refsOne(r, x.FixedUUID)
+	refsOne(r, x.FixedAddress)
+	refsOne(r, x.FixedAge)
+	refsOne(r, x.FixedAnnotation)
+	refsOne(r, x.FixedAttachment)
+	refsOne(r, x.FixedCodeableConcept)
+	refsOne(r, x.FixedCoding)
+	refsOne(r, x.FixedContactPoint)
+	refsOne(r, x.FixedCount)
+	refsOne(r, x.FixedDistance)
+	refsOne(r, x.FixedDuration)
+	refsOne(r, x.FixedHumanName)
+	refsOne(r, x.FixedIdentifier)
+	refsOne(r, x.FixedMoney)
+	refsOne(r, x.FixedPeriod)
+	refsOne(r, x.FixedQuantity)
+	refsOne(r, x.FixedRange)
+	refsOne(r, x.FixedRatio)
+	refsOne(r, x.FixedReference)
+	refsOne(r, x.FixedSampledData)
+	refsOne(r, x.FixedSignature)
+	refsOne(r, x.FixedTiming)
+	refsOne(r, x.FixedContactDetail)
+	refsOne(r, x.FixedContributor)
+	refsOne(r, x.FixedDataRequirement)
+	refsOne(r, x.FixedExpression)
+	refsOne(r, x.FixedParameterDefinition)
+	refsOne(r, x.FixedRelatedArtifact)
+	refsOne(r, x.FixedTriggerDefinition)
+	refsOne(r, x.FixedUsageContext)
+	refsOne(r, x.FixedDosage)
+	refsOne(r, x.FixedMeta)
+	refsOne(r, x.PatternBase64Binary)
+	refsOne(r, x.PatternBoolean)
+	refsOne(r, x.PatternCanonical)
+	refsOne(r, x.PatternCode)
+	refsOne(r, x.PatternDate)
+	refsOne(r, x.PatternDateTime)
+	refsOne(r, x.PatternDecimal)
+	refsOne(r, x.PatternID)
+	refsOne(r, x.PatternInstant)
+	refsOne(r, x.PatternInteger)
+	refsOne(r, x.PatternMarkdown)
+	refsOne(r, x.PatternOID)
+	refsOne(r, x.PatternPositiveInt)
+	refsOne(r, x.PatternString)
+	refsOne(r, x.PatternTime)
+	refsOne(r, x.PatternUnsignedInt)
+	refsOne(r, x.PatternURI)
+	refsOne(r, x.PatternURL)
+	refsOne(r, x.PatternUUID)
+	refsOne(r, x.PatternAddress)
+	refsOne(r, x.PatternAge)
+	refsOne(r, x.PatternAnnotation)
+	refsOne(r, x.PatternAttachment)
+	refsOne(r, x.PatternCodeableConcept)
+	refsOne(r, x.PatternCoding)
+	refsOne(r, x.PatternContactPoint)
+	refsOne(r, x.PatternCount)
+	refsOne(r, x.PatternDistance)
+	refsOne(r, x.PatternDuration)
+	refsOne(r, x.PatternHumanName)
+	refsOne(r, x.PatternIdentifier)
+	refsOne(r, x.PatternMoney)
+	refsOne(r, x.PatternPeriod)
+	refsOne(r, x.PatternQuantity)
+	refsOne(r, x.PatternRange)
+	refsOne(r, x.PatternRatio)
+	refsOne(r, x.PatternReference)
+	refsOne(r, x.PatternSampledData)
+	refsOne(r, x.PatternSignature)
+	refsOne(r, x.PatternTiming)
+	refsOne(r, x.PatternContactDetail)
+	refsOne(r, x.PatternContributor)
+	refsOne(r, x.PatternDataRequirement)
+	refsOne(r, x.PatternExpression)
+	refsOne(r, x.PatternParameterDefinition)
+	refsOne(r, x.PatternRelatedArtifact)
+	refsOne(r, x.PatternTriggerDefinition)
+	refsOne(r, x.PatternUsageContext)
+	refsOne(r, x.PatternDosage)
+	refsOne(r, x.PatternMeta)
+	refsMany(r, x.Example)
+	refsOne(r, x.MinValueDate)
+	refsOne(r, x.MinValueDateTime)
+	refsOne(r, x.MinValueInstant)
+	refsOne(r, x.MinValueTime)
+	refsOne(r, x.MinValueDecimal)
+	refsOne(r, x.MinValueInteger)
+	refsOne(r, x.MinValuePositiveInt)
+	refsOne(r, x.MinValueUnsignedInt)
+	refsOne(r, x.MinValueQuantity)
+	refsOne(r, x.MaxValueDate)
+	refsOne(r, x.MaxValueDateTime)
+	refsOne(r, x.MaxValueInstant)
+	refsOne(r, x.MaxValueTime)
+	refsOne(r, x.MaxValueDecimal)
+	refsOne(r, x.MaxValueInteger)
+	refsOne(r, x.MaxValuePositiveInt)
+	refsOne(r, x.MaxValueUnsignedInt)
+	refsOne(r, x.MaxValueQuantity)
+	refsOne(r, x.MaxLength)
+	refsMany(r, x.Condition)
+	refsMany(r, x.Constraint)
+	refsOne(r, x.MustSupport)
+	refsOne(r, x.IsModifier)
+	refsOne(r, x.IsModifierReason)
+	refsOne(r, x.IsSummary)
+	refsOne(r, x.Binding)
+	refsMany(r, x.Mapping)
+}
+
 func (x *ElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -5590,6 +5964,14 @@ func (x *ElementDefinitionSlicing) walk(w *walker) {
 
 func (x *ElementDefinitionSlicing) walkID() string { return x.ID }
 
+func (x *ElementDefinitionSlicing) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.Discriminator)
+	refsOne(r, x.Description)
+	refsOne(r, x.Ordered)
+	refsOne(r, x.Rules)
+}
+
 func (x *ElementDefinitionSlicing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -5720,6 +6102,12 @@ func (x *ElementDefinitionSlicingDiscriminator) walk(w *walker) {
 
 func (x *ElementDefinitionSlicingDiscriminator) walkID() string { return x.ID }
 
+func (x *ElementDefinitionSlicingDiscriminator) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Path)
+}
+
 func (x *ElementDefinitionSlicingDiscriminator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -5848,6 +6236,13 @@ func (x *ElementDefinitionBase) walk(w *walker) {
 }
 
 func (x *ElementDefinitionBase) walkID() string { return x.ID }
+
+func (x *ElementDefinitionBase) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Path)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+}
 
 func (x *ElementDefinitionBase) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -5998,6 +6393,15 @@ func (x *ElementDefinitionType) walk(w *walker) {
 }
 
 func (x *ElementDefinitionType) walkID() string { return x.ID }
+
+func (x *ElementDefinitionType) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Profile)
+	refsMany(r, x.TargetProfile)
+	refsMany(r, x.Aggregation)
+	refsOne(r, x.Versioning)
+}
 
 func (x *ElementDefinitionType) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -6465,6 +6869,61 @@ func (x *ElementDefinitionExample) walk(w *walker) {
 
 func (x *ElementDefinitionExample) walkID() string { return x.ID }
 
+func (x *ElementDefinitionExample) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Label)
+	refsOne(r, x.ValueBase64Binary)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueCanonical)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueID)
+	refsOne(r, x.ValueInstant)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueMarkdown)
+	refsOne(r, x.ValueOID)
+	refsOne(r, x.ValuePositiveInt)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueUnsignedInt)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueURL)
+	refsOne(r, x.ValueUUID)
+	refsOne(r, x.ValueAddress)
+	refsOne(r, x.ValueAge)
+	refsOne(r, x.ValueAnnotation)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueContactPoint)
+	refsOne(r, x.ValueCount)
+	refsOne(r, x.ValueDistance)
+	refsOne(r, x.ValueDuration)
+	refsOne(r, x.ValueHumanName)
+	refsOne(r, x.ValueIdentifier)
+	refsOne(r, x.ValueMoney)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueSignature)
+	refsOne(r, x.ValueTiming)
+	refsOne(r, x.ValueContactDetail)
+	refsOne(r, x.ValueContributor)
+	refsOne(r, x.ValueDataRequirement)
+	refsOne(r, x.ValueExpression)
+	refsOne(r, x.ValueParameterDefinition)
+	refsOne(r, x.ValueRelatedArtifact)
+	refsOne(r, x.ValueTriggerDefinition)
+	refsOne(r, x.ValueUsageContext)
+	refsOne(r, x.ValueDosage)
+	refsOne(r, x.ValueMeta)
+}
+
 func (x *ElementDefinitionExample) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -6895,6 +7354,17 @@ func (x *ElementDefinitionConstraint) walk(w *walker) {
 
 func (x *ElementDefinitionConstraint) walkID() string { return x.ID }
 
+func (x *ElementDefinitionConstraint) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Key)
+	refsOne(r, x.Requirements)
+	refsOne(r, x.Severity)
+	refsOne(r, x.Human)
+	refsOne(r, x.Expression)
+	refsOne(r, x.Xpath)
+	refsOne(r, x.Source)
+}
+
 func (x *ElementDefinitionConstraint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -7049,6 +7519,13 @@ func (x *ElementDefinitionBinding) walk(w *walker) {
 
 func (x *ElementDefinitionBinding) walkID() string { return x.ID }
 
+func (x *ElementDefinitionBinding) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Strength)
+	refsOne(r, x.Description)
+	refsOne(r, x.ValueSet)
+}
+
 func (x *ElementDefinitionBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -7190,6 +7667,14 @@ func (x *ElementDefinitionMapping) walk(w *walker) {
 }
 
 func (x *ElementDefinitionMapping) walkID() string { return x.ID }
+
+func (x *ElementDefinitionMapping) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Identity)
+	refsOne(r, x.Language)
+	refsOne(r, x.Map)
+	refsOne(r, x.Comment)
+}
 
 func (x *ElementDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -7345,6 +7830,15 @@ func (x *Expression) walk(w *walker) {
 }
 
 func (x *Expression) walkID() string { return x.ID }
+
+func (x *Expression) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Name)
+	refsOne(r, x.Language)
+	refsOne(r, x.Expression)
+	refsOne(r, x.Reference)
+}
 
 func (x *Expression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -7809,6 +8303,60 @@ func (x *Extension) walk(w *walker) {
 
 func (x *Extension) walkID() string { return x.ID }
 
+func (x *Extension) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.ValueBase64Binary)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueCanonical)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueID)
+	refsOne(r, x.ValueInstant)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueMarkdown)
+	refsOne(r, x.ValueOID)
+	refsOne(r, x.ValuePositiveInt)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueUnsignedInt)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueURL)
+	refsOne(r, x.ValueUUID)
+	refsOne(r, x.ValueAddress)
+	refsOne(r, x.ValueAge)
+	refsOne(r, x.ValueAnnotation)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueContactPoint)
+	refsOne(r, x.ValueCount)
+	refsOne(r, x.ValueDistance)
+	refsOne(r, x.ValueDuration)
+	refsOne(r, x.ValueHumanName)
+	refsOne(r, x.ValueIdentifier)
+	refsOne(r, x.ValueMoney)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueSignature)
+	refsOne(r, x.ValueTiming)
+	refsOne(r, x.ValueContactDetail)
+	refsOne(r, x.ValueContributor)
+	refsOne(r, x.ValueDataRequirement)
+	refsOne(r, x.ValueExpression)
+	refsOne(r, x.ValueParameterDefinition)
+	refsOne(r, x.ValueRelatedArtifact)
+	refsOne(r, x.ValueTriggerDefinition)
+	refsOne(r, x.ValueUsageContext)
+	refsOne(r, x.ValueDosage)
+	refsOne(r, x.ValueMeta)
+}
+
 func (x *Extension) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8233,6 +8781,17 @@ func (x *HumanName) walk(w *walker) {
 
 func (x *HumanName) walkID() string { return x.ID }
 
+func (x *HumanName) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Use)
+	refsOne(r, x.Text)
+	refsOne(r, x.Family)
+	refsMany(r, x.Given)
+	refsMany(r, x.Prefix)
+	refsMany(r, x.Suffix)
+	refsOne(r, x.Period)
+}
+
 func (x *HumanName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8404,6 +8963,16 @@ func (x *Identifier) walk(w *walker) {
 
 func (x *Identifier) walkID() string { return x.ID }
 
+func (x *Identifier) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Use)
+	refsOne(r, x.Type)
+	refsOne(r, x.System)
+	refsOne(r, x.Value)
+	refsOne(r, x.Period)
+	refsOne(r, x.Assigner)
+}
+
 func (x *Identifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8563,6 +9132,16 @@ func (x *MarketingStatus) walk(w *walker) {
 }
 
 func (x *MarketingStatus) walkID() string { return x.ID }
+
+func (x *MarketingStatus) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Country)
+	refsOne(r, x.Jurisdiction)
+	refsOne(r, x.Status)
+	refsOne(r, x.DateRange)
+	refsOne(r, x.RestoreDate)
+}
 
 func (x *MarketingStatus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -8728,6 +9307,16 @@ func (x *Meta) walk(w *walker) {
 
 func (x *Meta) walkID() string { return x.ID }
 
+func (x *Meta) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.VersionID)
+	refsOne(r, x.LastUpdated)
+	refsOne(r, x.Source)
+	refsMany(r, x.Profile)
+	refsMany(r, x.Security)
+	refsMany(r, x.Tag)
+}
+
 func (x *Meta) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8867,6 +9456,12 @@ func (x *Money) walk(w *walker) {
 
 func (x *Money) walkID() string { return x.ID }
 
+func (x *Money) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Currency)
+}
+
 func (x *Money) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -8987,6 +9582,12 @@ func (x *Narrative) walk(w *walker) {
 }
 
 func (x *Narrative) walkID() string { return x.ID }
+
+func (x *Narrative) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Status)
+	refsOne(r, x.Div)
+}
 
 func (x *Narrative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -9149,6 +9750,17 @@ func (x *ParameterDefinition) walk(w *walker) {
 
 func (x *ParameterDefinition) walkID() string { return x.ID }
 
+func (x *ParameterDefinition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Use)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+	refsOne(r, x.Documentation)
+	refsOne(r, x.Type)
+	refsOne(r, x.Profile)
+}
+
 func (x *ParameterDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9295,6 +9907,12 @@ func (x *Period) walk(w *walker) {
 
 func (x *Period) walkID() string { return x.ID }
 
+func (x *Period) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+}
+
 func (x *Period) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9435,6 +10053,16 @@ func (x *Population) walk(w *walker) {
 }
 
 func (x *Population) walkID() string { return x.ID }
+
+func (x *Population) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.AgeRange)
+	refsOne(r, x.AgeCodeableConcept)
+	refsOne(r, x.Gender)
+	refsOne(r, x.Race)
+	refsOne(r, x.PhysiologicalCondition)
+}
 
 func (x *Population) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -9640,6 +10268,22 @@ func (x *ProdCharacteristic) walk(w *walker) {
 
 func (x *ProdCharacteristic) walkID() string { return x.ID }
 
+func (x *ProdCharacteristic) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Height)
+	refsOne(r, x.Width)
+	refsOne(r, x.Depth)
+	refsOne(r, x.Weight)
+	refsOne(r, x.NominalVolume)
+	refsOne(r, x.ExternalDiameter)
+	refsOne(r, x.Shape)
+	refsMany(r, x.Color)
+	refsMany(r, x.Imprint)
+	refsMany(r, x.Image)
+	refsOne(r, x.Scoring)
+}
+
 func (x *ProdCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9816,6 +10460,15 @@ func (x *ProductShelfLife) walk(w *walker) {
 
 func (x *ProductShelfLife) walkID() string { return x.ID }
 
+func (x *ProductShelfLife) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Period)
+	refsMany(r, x.SpecialPrecautionsForStorage)
+}
+
 func (x *ProductShelfLife) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -9971,6 +10624,15 @@ func (x *Quantity) walk(w *walker) {
 
 func (x *Quantity) walkID() string { return x.ID }
 
+func (x *Quantity) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Comparator)
+	refsOne(r, x.Unit)
+	refsOne(r, x.System)
+	refsOne(r, x.Code)
+}
+
 func (x *Quantity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10103,6 +10765,12 @@ func (x *Range) walk(w *walker) {
 
 func (x *Range) walkID() string { return x.ID }
 
+func (x *Range) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Low)
+	refsOne(r, x.High)
+}
+
 func (x *Range) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10217,6 +10885,12 @@ func (x *Ratio) walk(w *walker) {
 }
 
 func (x *Ratio) walkID() string { return x.ID }
+
+func (x *Ratio) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Numerator)
+	refsOne(r, x.Denominator)
+}
 
 func (x *Ratio) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -10350,6 +11024,15 @@ func (x *Reference) walk(w *walker) {
 }
 
 func (x *Reference) walkID() string { return x.ID }
+
+func (x *Reference) refs(r *refWalker) {
+	r.fn(x)
+	refsMany(r, x.Extension)
+	refsOne(r, x.Reference)
+	refsOne(r, x.Type)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Display)
+}
 
 func (x *Reference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -10518,6 +11201,17 @@ func (x *RelatedArtifact) walk(w *walker) {
 }
 
 func (x *RelatedArtifact) walkID() string { return x.ID }
+
+func (x *RelatedArtifact) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Label)
+	refsOne(r, x.Display)
+	refsOne(r, x.Citation)
+	refsOne(r, x.URL)
+	refsOne(r, x.Document)
+	refsOne(r, x.Resource)
+}
 
 func (x *RelatedArtifact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -10702,6 +11396,17 @@ func (x *SampledData) walk(w *walker) {
 
 func (x *SampledData) walkID() string { return x.ID }
 
+func (x *SampledData) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Origin)
+	refsOne(r, x.Period)
+	refsOne(r, x.Factor)
+	refsOne(r, x.LowerLimit)
+	refsOne(r, x.UpperLimit)
+	refsOne(r, x.Dimensions)
+	refsOne(r, x.Data)
+}
+
 func (x *SampledData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -10881,6 +11586,17 @@ func (x *Signature) walk(w *walker) {
 
 func (x *Signature) walkID() string { return x.ID }
 
+func (x *Signature) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.Type)
+	refsOne(r, x.When)
+	refsOne(r, x.Who)
+	refsOne(r, x.OnBehalfOf)
+	refsOne(r, x.TargetFormat)
+	refsOne(r, x.SigFormat)
+	refsOne(r, x.Data)
+}
+
 func (x *Signature) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11054,6 +11770,17 @@ func (x *SubstanceAmount) walk(w *walker) {
 
 func (x *SubstanceAmount) walkID() string { return x.ID }
 
+func (x *SubstanceAmount) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.AmountQuantity)
+	refsOne(r, x.AmountRange)
+	refsOne(r, x.AmountString)
+	refsOne(r, x.AmountType)
+	refsOne(r, x.AmountText)
+	refsOne(r, x.ReferenceRange)
+}
+
 func (x *SubstanceAmount) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11199,6 +11926,12 @@ func (x *SubstanceAmountReferenceRange) walk(w *walker) {
 
 func (x *SubstanceAmountReferenceRange) walkID() string { return x.ID }
 
+func (x *SubstanceAmountReferenceRange) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.LowLimit)
+	refsOne(r, x.HighLimit)
+}
+
 func (x *SubstanceAmountReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11327,6 +12060,14 @@ func (x *Timing) walk(w *walker) {
 }
 
 func (x *Timing) walkID() string { return x.ID }
+
+func (x *Timing) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Event)
+	refsOne(r, x.Repeat)
+	refsOne(r, x.Code)
+}
 
 func (x *Timing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -11570,6 +12311,27 @@ func (x *TimingRepeat) walk(w *walker) {
 
 func (x *TimingRepeat) walkID() string { return x.ID }
 
+func (x *TimingRepeat) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.BoundsDuration)
+	refsOne(r, x.BoundsRange)
+	refsOne(r, x.BoundsPeriod)
+	refsOne(r, x.Count)
+	refsOne(r, x.CountMax)
+	refsOne(r, x.Duration)
+	refsOne(r, x.DurationMax)
+	refsOne(r, x.DurationUnit)
+	refsOne(r, x.Frequency)
+	refsOne(r, x.FrequencyMax)
+	refsOne(r, x.Period)
+	refsOne(r, x.PeriodMax)
+	refsOne(r, x.PeriodUnit)
+	refsMany(r, x.DayOfWeek)
+	refsMany(r, x.TimeOfDay)
+	refsMany(r, x.When)
+	refsOne(r, x.Offset)
+}
+
 func (x *TimingRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11811,6 +12573,18 @@ func (x *TriggerDefinition) walk(w *walker) {
 
 func (x *TriggerDefinition) walkID() string { return x.ID }
 
+func (x *TriggerDefinition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Name)
+	refsOne(r, x.TimingTiming)
+	refsOne(r, x.TimingReference)
+	refsOne(r, x.TimingDate)
+	refsOne(r, x.TimingDateTime)
+	refsMany(r, x.Data)
+	refsOne(r, x.Condition)
+}
+
 func (x *TriggerDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -11980,6 +12754,15 @@ func (x *UsageContext) walk(w *walker) {
 }
 
 func (x *UsageContext) walkID() string { return x.ID }
+
+func (x *UsageContext) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsOne(r, x.Code)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueReference)
+}
 
 func (x *UsageContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

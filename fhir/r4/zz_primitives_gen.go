@@ -42,6 +42,8 @@ func (x *Base64Binary) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Base64Binary) walkID() string { return x.ID }
 
+func (x *Base64Binary) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *Base64Binary) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -122,6 +124,8 @@ func (x *Boolean) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 func (x *Boolean) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Boolean) walkID() string { return x.ID }
+
+func (x *Boolean) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *Boolean) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -211,6 +215,8 @@ func (x *Canonical) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Canonical) walkID() string { return x.ID }
 
+func (x *Canonical) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *Canonical) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -291,6 +297,8 @@ func (x *Code) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 func (x *Code) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Code) walkID() string { return x.ID }
+
+func (x *Code) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *Code) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -373,6 +381,8 @@ func (x *Date) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Date) walkID() string { return x.ID }
 
+func (x *Date) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *Date) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -453,6 +463,8 @@ func (x *DateTime) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extens
 func (x *DateTime) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *DateTime) walkID() string { return x.ID }
+
+func (x *DateTime) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *DateTime) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -536,6 +548,8 @@ func (x *Decimal) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 func (x *Decimal) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Decimal) walkID() string { return x.ID }
+
+func (x *Decimal) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *Decimal) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -624,6 +638,8 @@ func (x *ID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *ID) walkID() string { return x.ID }
 
+func (x *ID) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *ID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -705,6 +721,8 @@ func (x *Instant) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Instant) walkID() string { return x.ID }
 
+func (x *Instant) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *Instant) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -785,6 +803,8 @@ func (x *Integer) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extensi
 func (x *Integer) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Integer) walkID() string { return x.ID }
+
+func (x *Integer) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *Integer) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -874,6 +894,8 @@ func (x *Markdown) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Markdown) walkID() string { return x.ID }
 
+func (x *Markdown) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *Markdown) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -955,6 +977,8 @@ func (x *OID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *OID) walkID() string { return x.ID }
 
+func (x *OID) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *OID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1035,6 +1059,8 @@ func (x *PositiveInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ext
 func (x *PositiveInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *PositiveInt) walkID() string { return x.ID }
+
+func (x *PositiveInt) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *PositiveInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1124,6 +1150,8 @@ func (x *String) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *String) walkID() string { return x.ID }
 
+func (x *String) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *String) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1204,6 +1232,8 @@ func (x *Time) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension)
 func (x *Time) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *Time) walkID() string { return x.ID }
+
+func (x *Time) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *Time) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1286,6 +1316,8 @@ func (x *URI) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *URI) walkID() string { return x.ID }
 
+func (x *URI) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *URI) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1366,6 +1398,8 @@ func (x *URL) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) 
 func (x *URL) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *URL) walkID() string { return x.ID }
+
+func (x *URL) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *URL) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1448,6 +1482,8 @@ func (x *UUID) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *UUID) walkID() string { return x.ID }
 
+func (x *UUID) refs(r *refWalker) { refsMany(r, x.Extension) }
+
 func (x *UUID) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
 		if x == nil {
@@ -1528,6 +1564,8 @@ func (x *UnsignedInt) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Ext
 func (x *UnsignedInt) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *UnsignedInt) walkID() string { return x.ID }
+
+func (x *UnsignedInt) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *UnsignedInt) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {
@@ -1616,6 +1654,8 @@ func (x *XHTML) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension
 func (x *XHTML) walk(w *walker) { walkMany(w, "extension", x.Extension) }
 
 func (x *XHTML) walkID() string { return x.ID }
+
+func (x *XHTML) refs(r *refWalker) { refsMany(r, x.Extension) }
 
 func (x *XHTML) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {
 	if name == "extension" {

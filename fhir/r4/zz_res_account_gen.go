@@ -166,6 +166,27 @@ func (x *Account) walk(w *walker) {
 
 func (x *Account) walkID() string { return x.ID }
 
+func (x *Account) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.Name)
+	refsMany(r, x.Subject)
+	refsOne(r, x.ServicePeriod)
+	refsMany(r, x.Coverage)
+	refsOne(r, x.Owner)
+	refsOne(r, x.Description)
+	refsMany(r, x.Guarantor)
+	refsOne(r, x.PartOf)
+}
+
 func (x *Account) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -357,6 +378,13 @@ func (x *AccountCoverage) walk(w *walker) {
 
 func (x *AccountCoverage) walkID() string { return x.ID }
 
+func (x *AccountCoverage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Coverage)
+	refsOne(r, x.Priority)
+}
+
 func (x *AccountCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -490,6 +518,14 @@ func (x *AccountGuarantor) walk(w *walker) {
 }
 
 func (x *AccountGuarantor) walkID() string { return x.ID }
+
+func (x *AccountGuarantor) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Party)
+	refsOne(r, x.OnHold)
+	refsOne(r, x.Period)
+}
 
 func (x *AccountGuarantor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -458,6 +458,69 @@ func (x *ActivityDefinition) walk(w *walker) {
 
 func (x *ActivityDefinition) walkID() string { return x.ID }
 
+func (x *ActivityDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Subtitle)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Usage)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsMany(r, x.Library)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Profile)
+	refsOne(r, x.Code)
+	refsOne(r, x.Intent)
+	refsOne(r, x.Priority)
+	refsOne(r, x.DoNotPerform)
+	refsOne(r, x.TimingTiming)
+	refsOne(r, x.TimingDateTime)
+	refsOne(r, x.TimingAge)
+	refsOne(r, x.TimingPeriod)
+	refsOne(r, x.TimingRange)
+	refsOne(r, x.TimingDuration)
+	refsOne(r, x.Location)
+	refsMany(r, x.Participant)
+	refsOne(r, x.ProductReference)
+	refsOne(r, x.ProductCodeableConcept)
+	refsOne(r, x.Quantity)
+	refsMany(r, x.Dosage)
+	refsMany(r, x.BodySite)
+	refsMany(r, x.SpecimenRequirement)
+	refsMany(r, x.ObservationRequirement)
+	refsMany(r, x.ObservationResultRequirement)
+	refsOne(r, x.Transform)
+	refsMany(r, x.DynamicValue)
+}
+
 func (x *ActivityDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -862,6 +925,13 @@ func (x *ActivityDefinitionParticipant) walk(w *walker) {
 
 func (x *ActivityDefinitionParticipant) walkID() string { return x.ID }
 
+func (x *ActivityDefinitionParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Role)
+}
+
 func (x *ActivityDefinitionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -989,6 +1059,13 @@ func (x *ActivityDefinitionDynamicValue) walk(w *walker) {
 }
 
 func (x *ActivityDefinitionDynamicValue) walkID() string { return x.ID }
+
+func (x *ActivityDefinitionDynamicValue) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Path)
+	refsOne(r, x.Expression)
+}
 
 func (x *ActivityDefinitionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

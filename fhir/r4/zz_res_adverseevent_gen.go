@@ -222,6 +222,36 @@ func (x *AdverseEvent) walk(w *walker) {
 
 func (x *AdverseEvent) walkID() string { return x.ID }
 
+func (x *AdverseEvent) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Actuality)
+	refsMany(r, x.Category)
+	refsOne(r, x.Event)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Date)
+	refsOne(r, x.Detected)
+	refsOne(r, x.RecordedDate)
+	refsMany(r, x.ResultingCondition)
+	refsOne(r, x.Location)
+	refsOne(r, x.Seriousness)
+	refsOne(r, x.Severity)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.Recorder)
+	refsMany(r, x.Contributor)
+	refsMany(r, x.SuspectEntity)
+	refsMany(r, x.SubjectMedicalHistory)
+	refsMany(r, x.ReferenceDocument)
+	refsMany(r, x.Study)
+}
+
 func (x *AdverseEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -448,6 +478,13 @@ func (x *AdverseEventSuspectEntity) walk(w *walker) {
 
 func (x *AdverseEventSuspectEntity) walkID() string { return x.ID }
 
+func (x *AdverseEventSuspectEntity) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Instance)
+	refsMany(r, x.Causality)
+}
+
 func (x *AdverseEventSuspectEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -586,6 +623,15 @@ func (x *AdverseEventSuspectEntityCausality) walk(w *walker) {
 }
 
 func (x *AdverseEventSuspectEntityCausality) walkID() string { return x.ID }
+
+func (x *AdverseEventSuspectEntityCausality) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Assessment)
+	refsOne(r, x.ProductRelatedness)
+	refsOne(r, x.Author)
+	refsOne(r, x.Method)
+}
 
 func (x *AdverseEventSuspectEntityCausality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

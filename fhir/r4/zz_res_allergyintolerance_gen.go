@@ -228,6 +228,36 @@ func (x *AllergyIntolerance) walk(w *walker) {
 
 func (x *AllergyIntolerance) walkID() string { return x.ID }
 
+func (x *AllergyIntolerance) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.ClinicalStatus)
+	refsOne(r, x.VerificationStatus)
+	refsOne(r, x.Type)
+	refsMany(r, x.Category)
+	refsOne(r, x.Criticality)
+	refsOne(r, x.Code)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.OnsetDateTime)
+	refsOne(r, x.OnsetAge)
+	refsOne(r, x.OnsetPeriod)
+	refsOne(r, x.OnsetRange)
+	refsOne(r, x.OnsetString)
+	refsOne(r, x.RecordedDate)
+	refsOne(r, x.Recorder)
+	refsOne(r, x.Asserter)
+	refsOne(r, x.LastOccurrence)
+	refsMany(r, x.Note)
+	refsMany(r, x.Reaction)
+}
+
 func (x *AllergyIntolerance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -502,6 +532,18 @@ func (x *AllergyIntoleranceReaction) walk(w *walker) {
 }
 
 func (x *AllergyIntoleranceReaction) walkID() string { return x.ID }
+
+func (x *AllergyIntoleranceReaction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Substance)
+	refsMany(r, x.Manifestation)
+	refsOne(r, x.Description)
+	refsOne(r, x.Onset)
+	refsOne(r, x.Severity)
+	refsOne(r, x.ExposureRoute)
+	refsMany(r, x.Note)
+}
 
 func (x *AllergyIntoleranceReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -244,6 +244,38 @@ func (x *Appointment) walk(w *walker) {
 
 func (x *Appointment) walkID() string { return x.ID }
 
+func (x *Appointment) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.CancelationReason)
+	refsMany(r, x.ServiceCategory)
+	refsMany(r, x.ServiceType)
+	refsMany(r, x.Specialty)
+	refsOne(r, x.AppointmentType)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsOne(r, x.Priority)
+	refsOne(r, x.Description)
+	refsMany(r, x.SupportingInformation)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+	refsOne(r, x.MinutesDuration)
+	refsMany(r, x.Slot)
+	refsOne(r, x.Created)
+	refsOne(r, x.Comment)
+	refsOne(r, x.PatientInstruction)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.Participant)
+	refsMany(r, x.RequestedPeriod)
+}
+
 func (x *Appointment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -504,6 +536,16 @@ func (x *AppointmentParticipant) walk(w *walker) {
 }
 
 func (x *AppointmentParticipant) walkID() string { return x.ID }
+
+func (x *AppointmentParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Type)
+	refsOne(r, x.Actor)
+	refsOne(r, x.Required)
+	refsOne(r, x.Status)
+	refsOne(r, x.Period)
+}
 
 func (x *AppointmentParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

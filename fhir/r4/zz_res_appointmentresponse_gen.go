@@ -150,6 +150,24 @@ func (x *AppointmentResponse) walk(w *walker) {
 
 func (x *AppointmentResponse) walkID() string { return x.ID }
 
+func (x *AppointmentResponse) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Appointment)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+	refsMany(r, x.ParticipantType)
+	refsOne(r, x.Actor)
+	refsOne(r, x.ParticipantStatus)
+	refsOne(r, x.Comment)
+}
+
 func (x *AppointmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

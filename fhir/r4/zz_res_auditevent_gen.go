@@ -168,6 +168,27 @@ func (x *AuditEvent) walk(w *walker) {
 
 func (x *AuditEvent) walkID() string { return x.ID }
 
+func (x *AuditEvent) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Subtype)
+	refsOne(r, x.Action)
+	refsOne(r, x.Period)
+	refsOne(r, x.Recorded)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.OutcomeDesc)
+	refsMany(r, x.PurposeOfEvent)
+	refsMany(r, x.Agent)
+	refsOne(r, x.Source)
+	refsMany(r, x.Entity)
+}
+
 func (x *AuditEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -420,6 +441,22 @@ func (x *AuditEventAgent) walk(w *walker) {
 
 func (x *AuditEventAgent) walkID() string { return x.ID }
 
+func (x *AuditEventAgent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Role)
+	refsOne(r, x.Who)
+	refsOne(r, x.AltID)
+	refsOne(r, x.Name)
+	refsOne(r, x.Requestor)
+	refsOne(r, x.Location)
+	refsMany(r, x.Policy)
+	refsOne(r, x.Media)
+	refsOne(r, x.Network)
+	refsMany(r, x.PurposeOfUse)
+}
+
 func (x *AuditEventAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -589,6 +626,13 @@ func (x *AuditEventAgentNetwork) walk(w *walker) {
 
 func (x *AuditEventAgentNetwork) walkID() string { return x.ID }
 
+func (x *AuditEventAgentNetwork) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Address)
+	refsOne(r, x.Type)
+}
+
 func (x *AuditEventAgentNetwork) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -723,6 +767,14 @@ func (x *AuditEventSource) walk(w *walker) {
 }
 
 func (x *AuditEventSource) walkID() string { return x.ID }
+
+func (x *AuditEventSource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Site)
+	refsOne(r, x.Observer)
+	refsMany(r, x.Type)
+}
 
 func (x *AuditEventSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -902,6 +954,20 @@ func (x *AuditEventEntity) walk(w *walker) {
 
 func (x *AuditEventEntity) walkID() string { return x.ID }
 
+func (x *AuditEventEntity) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.What)
+	refsOne(r, x.Type)
+	refsOne(r, x.Role)
+	refsOne(r, x.Lifecycle)
+	refsMany(r, x.SecurityLabel)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsOne(r, x.Query)
+	refsMany(r, x.Detail)
+}
+
 func (x *AuditEventEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1069,6 +1135,14 @@ func (x *AuditEventEntityDetail) walk(w *walker) {
 }
 
 func (x *AuditEventEntityDetail) walkID() string { return x.ID }
+
+func (x *AuditEventEntityDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueBase64Binary)
+}
 
 func (x *AuditEventEntityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -126,6 +126,21 @@ func (x *Basic) walk(w *walker) {
 
 func (x *Basic) walkID() string { return x.ID }
 
+func (x *Basic) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Created)
+	refsOne(r, x.Author)
+}
+
 func (x *Basic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -92,6 +92,15 @@ func (x *Binary) walk(w *walker) {
 
 func (x *Binary) walkID() string { return x.ID }
 
+func (x *Binary) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.ContentType)
+	refsOne(r, x.SecurityContext)
+	refsOne(r, x.Data)
+}
+
 func (x *Binary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

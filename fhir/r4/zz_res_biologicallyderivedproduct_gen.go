@@ -166,6 +166,27 @@ func (x *BiologicallyDerivedProduct) walk(w *walker) {
 
 func (x *BiologicallyDerivedProduct) walkID() string { return x.ID }
 
+func (x *BiologicallyDerivedProduct) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.ProductCategory)
+	refsOne(r, x.ProductCode)
+	refsOne(r, x.Status)
+	refsMany(r, x.Request)
+	refsOne(r, x.Quantity)
+	refsMany(r, x.Parent)
+	refsOne(r, x.Collection)
+	refsMany(r, x.Processing)
+	refsOne(r, x.Manipulation)
+	refsMany(r, x.Storage)
+}
+
 func (x *BiologicallyDerivedProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -369,6 +390,15 @@ func (x *BiologicallyDerivedProductCollection) walk(w *walker) {
 
 func (x *BiologicallyDerivedProductCollection) walkID() string { return x.ID }
 
+func (x *BiologicallyDerivedProductCollection) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Collector)
+	refsOne(r, x.Source)
+	refsOne(r, x.CollectedDateTime)
+	refsOne(r, x.CollectedPeriod)
+}
+
 func (x *BiologicallyDerivedProductCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -532,6 +562,16 @@ func (x *BiologicallyDerivedProductProcessing) walk(w *walker) {
 
 func (x *BiologicallyDerivedProductProcessing) walkID() string { return x.ID }
 
+func (x *BiologicallyDerivedProductProcessing) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Procedure)
+	refsOne(r, x.Additive)
+	refsOne(r, x.TimeDateTime)
+	refsOne(r, x.TimePeriod)
+}
+
 func (x *BiologicallyDerivedProductProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -688,6 +728,14 @@ func (x *BiologicallyDerivedProductManipulation) walk(w *walker) {
 
 func (x *BiologicallyDerivedProductManipulation) walkID() string { return x.ID }
 
+func (x *BiologicallyDerivedProductManipulation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.TimeDateTime)
+	refsOne(r, x.TimePeriod)
+}
+
 func (x *BiologicallyDerivedProductManipulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -843,6 +891,15 @@ func (x *BiologicallyDerivedProductStorage) walk(w *walker) {
 }
 
 func (x *BiologicallyDerivedProductStorage) walkID() string { return x.ID }
+
+func (x *BiologicallyDerivedProductStorage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Temperature)
+	refsOne(r, x.Scale)
+	refsOne(r, x.Duration)
+}
 
 func (x *BiologicallyDerivedProductStorage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

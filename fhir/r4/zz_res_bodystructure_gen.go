@@ -146,6 +146,24 @@ func (x *BodyStructure) walk(w *walker) {
 
 func (x *BodyStructure) walkID() string { return x.ID }
 
+func (x *BodyStructure) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsOne(r, x.Morphology)
+	refsOne(r, x.Location)
+	refsMany(r, x.LocationQualifier)
+	refsOne(r, x.Description)
+	refsMany(r, x.Image)
+	refsOne(r, x.Patient)
+}
+
 func (x *BodyStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

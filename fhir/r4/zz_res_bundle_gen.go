@@ -118,6 +118,19 @@ func (x *Bundle) walk(w *walker) {
 
 func (x *Bundle) walkID() string { return x.ID }
 
+func (x *Bundle) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Timestamp)
+	refsOne(r, x.Total)
+	refsMany(r, x.Link)
+	refsMany(r, x.Entry)
+	refsOne(r, x.Signature)
+}
+
 func (x *Bundle) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -279,6 +292,13 @@ func (x *BundleLink) walk(w *walker) {
 
 func (x *BundleLink) walkID() string { return x.ID }
 
+func (x *BundleLink) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Relation)
+	refsOne(r, x.URL)
+}
+
 func (x *BundleLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -432,6 +452,19 @@ func (x *BundleEntry) walk(w *walker) {
 
 func (x *BundleEntry) walkID() string { return x.ID }
 
+func (x *BundleEntry) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Link)
+	refsOne(r, x.FullURL)
+	if r.nested {
+		r.resource(x.Resource)
+	}
+	refsOne(r, x.Search)
+	refsOne(r, x.Request)
+	refsOne(r, x.Response)
+}
+
 func (x *BundleEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -577,6 +610,13 @@ func (x *BundleEntrySearch) walk(w *walker) {
 }
 
 func (x *BundleEntrySearch) walkID() string { return x.ID }
+
+func (x *BundleEntrySearch) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Score)
+}
 
 func (x *BundleEntrySearch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -740,6 +780,17 @@ func (x *BundleEntryRequest) walk(w *walker) {
 }
 
 func (x *BundleEntryRequest) walkID() string { return x.ID }
+
+func (x *BundleEntryRequest) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Method)
+	refsOne(r, x.URL)
+	refsOne(r, x.IfNoneMatch)
+	refsOne(r, x.IfModifiedSince)
+	refsOne(r, x.IfMatch)
+	refsOne(r, x.IfNoneExist)
+}
 
 func (x *BundleEntryRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -913,6 +964,18 @@ func (x *BundleEntryResponse) walk(w *walker) {
 }
 
 func (x *BundleEntryResponse) walkID() string { return x.ID }
+
+func (x *BundleEntryResponse) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Status)
+	refsOne(r, x.Location)
+	refsOne(r, x.Etag)
+	refsOne(r, x.LastModified)
+	if r.nested {
+		r.resource(x.Outcome)
+	}
+}
 
 func (x *BundleEntryResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

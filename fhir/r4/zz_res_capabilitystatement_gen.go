@@ -286,6 +286,42 @@ func (x *CapabilityStatement) walk(w *walker) {
 
 func (x *CapabilityStatement) walkID() string { return x.ID }
 
+func (x *CapabilityStatement) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.Kind)
+	refsMany(r, x.Instantiates)
+	refsMany(r, x.Imports)
+	refsOne(r, x.Software)
+	refsOne(r, x.Implementation)
+	refsOne(r, x.FhirVersion)
+	refsMany(r, x.Format)
+	refsMany(r, x.PatchFormat)
+	refsMany(r, x.ImplementationGuide)
+	refsMany(r, x.Rest)
+	refsMany(r, x.Messaging)
+	refsMany(r, x.Document)
+}
+
 func (x *CapabilityStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -562,6 +598,14 @@ func (x *CapabilityStatementSoftware) walk(w *walker) {
 
 func (x *CapabilityStatementSoftware) walkID() string { return x.ID }
 
+func (x *CapabilityStatementSoftware) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Version)
+	refsOne(r, x.ReleaseDate)
+}
+
 func (x *CapabilityStatementSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -703,6 +747,14 @@ func (x *CapabilityStatementImplementation) walk(w *walker) {
 }
 
 func (x *CapabilityStatementImplementation) walkID() string { return x.ID }
+
+func (x *CapabilityStatementImplementation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.URL)
+	refsOne(r, x.Custodian)
+}
 
 func (x *CapabilityStatementImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -877,6 +929,19 @@ func (x *CapabilityStatementRest) walk(w *walker) {
 
 func (x *CapabilityStatementRest) walkID() string { return x.ID }
 
+func (x *CapabilityStatementRest) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Documentation)
+	refsOne(r, x.Security)
+	refsMany(r, x.Resource)
+	refsMany(r, x.Interaction)
+	refsMany(r, x.SearchParam)
+	refsMany(r, x.Operation)
+	refsMany(r, x.Compartment)
+}
+
 func (x *CapabilityStatementRest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1038,6 +1103,14 @@ func (x *CapabilityStatementRestSecurity) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestSecurity) walkID() string { return x.ID }
+
+func (x *CapabilityStatementRestSecurity) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Cors)
+	refsMany(r, x.Service)
+	refsOne(r, x.Description)
+}
 
 func (x *CapabilityStatementRestSecurity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1288,6 +1361,28 @@ func (x *CapabilityStatementRestResource) walk(w *walker) {
 
 func (x *CapabilityStatementRestResource) walkID() string { return x.ID }
 
+func (x *CapabilityStatementRestResource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Profile)
+	refsMany(r, x.SupportedProfile)
+	refsOne(r, x.Documentation)
+	refsMany(r, x.Interaction)
+	refsOne(r, x.Versioning)
+	refsOne(r, x.ReadHistory)
+	refsOne(r, x.UpdateCreate)
+	refsOne(r, x.ConditionalCreate)
+	refsOne(r, x.ConditionalRead)
+	refsOne(r, x.ConditionalUpdate)
+	refsOne(r, x.ConditionalDelete)
+	refsMany(r, x.ReferencePolicy)
+	refsMany(r, x.SearchInclude)
+	refsMany(r, x.SearchRevInclude)
+	refsMany(r, x.SearchParam)
+	refsMany(r, x.Operation)
+}
+
 func (x *CapabilityStatementRestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1491,6 +1586,13 @@ func (x *CapabilityStatementRestResourceInteraction) walk(w *walker) {
 
 func (x *CapabilityStatementRestResourceInteraction) walkID() string { return x.ID }
 
+func (x *CapabilityStatementRestResourceInteraction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Documentation)
+}
+
 func (x *CapabilityStatementRestResourceInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1637,6 +1739,15 @@ func (x *CapabilityStatementRestResourceSearchParam) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestResourceSearchParam) walkID() string { return x.ID }
+
+func (x *CapabilityStatementRestResourceSearchParam) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Definition)
+	refsOne(r, x.Type)
+	refsOne(r, x.Documentation)
+}
 
 func (x *CapabilityStatementRestResourceSearchParam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1787,6 +1898,14 @@ func (x *CapabilityStatementRestResourceOperation) walk(w *walker) {
 
 func (x *CapabilityStatementRestResourceOperation) walkID() string { return x.ID }
 
+func (x *CapabilityStatementRestResourceOperation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Definition)
+	refsOne(r, x.Documentation)
+}
+
 func (x *CapabilityStatementRestResourceOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1922,6 +2041,13 @@ func (x *CapabilityStatementRestInteraction) walk(w *walker) {
 }
 
 func (x *CapabilityStatementRestInteraction) walkID() string { return x.ID }
+
+func (x *CapabilityStatementRestInteraction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Documentation)
+}
 
 func (x *CapabilityStatementRestInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2066,6 +2192,15 @@ func (x *CapabilityStatementMessaging) walk(w *walker) {
 
 func (x *CapabilityStatementMessaging) walkID() string { return x.ID }
 
+func (x *CapabilityStatementMessaging) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Endpoint)
+	refsOne(r, x.ReliableCache)
+	refsOne(r, x.Documentation)
+	refsMany(r, x.SupportedMessage)
+}
+
 func (x *CapabilityStatementMessaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2203,6 +2338,13 @@ func (x *CapabilityStatementMessagingEndpoint) walk(w *walker) {
 
 func (x *CapabilityStatementMessagingEndpoint) walkID() string { return x.ID }
 
+func (x *CapabilityStatementMessagingEndpoint) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Protocol)
+	refsOne(r, x.Address)
+}
+
 func (x *CapabilityStatementMessagingEndpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2332,6 +2474,13 @@ func (x *CapabilityStatementMessagingSupportedMessage) walk(w *walker) {
 }
 
 func (x *CapabilityStatementMessagingSupportedMessage) walkID() string { return x.ID }
+
+func (x *CapabilityStatementMessagingSupportedMessage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Definition)
+}
 
 func (x *CapabilityStatementMessagingSupportedMessage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2471,6 +2620,14 @@ func (x *CapabilityStatementDocument) walk(w *walker) {
 }
 
 func (x *CapabilityStatementDocument) walkID() string { return x.ID }
+
+func (x *CapabilityStatementDocument) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Documentation)
+	refsOne(r, x.Profile)
+}
 
 func (x *CapabilityStatementDocument) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -246,6 +246,39 @@ func (x *CarePlan) walk(w *walker) {
 
 func (x *CarePlan) walkID() string { return x.ID }
 
+func (x *CarePlan) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.Replaces)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.Intent)
+	refsMany(r, x.Category)
+	refsOne(r, x.Title)
+	refsOne(r, x.Description)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Period)
+	refsOne(r, x.Created)
+	refsOne(r, x.Author)
+	refsMany(r, x.Contributor)
+	refsMany(r, x.CareTeam)
+	refsMany(r, x.Addresses)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.Goal)
+	refsMany(r, x.Activity)
+	refsMany(r, x.Note)
+}
+
 func (x *CarePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -505,6 +538,16 @@ func (x *CarePlanActivity) walk(w *walker) {
 
 func (x *CarePlanActivity) walkID() string { return x.ID }
 
+func (x *CarePlanActivity) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.OutcomeCodeableConcept)
+	refsMany(r, x.OutcomeReference)
+	refsMany(r, x.Progress)
+	refsOne(r, x.Reference)
+	refsOne(r, x.Detail)
+}
+
 func (x *CarePlanActivity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -763,6 +806,31 @@ func (x *CarePlanActivityDetail) walk(w *walker) {
 }
 
 func (x *CarePlanActivityDetail) walkID() string { return x.ID }
+
+func (x *CarePlanActivityDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Kind)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsOne(r, x.Code)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Goal)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.DoNotPerform)
+	refsOne(r, x.ScheduledTiming)
+	refsOne(r, x.ScheduledPeriod)
+	refsOne(r, x.ScheduledString)
+	refsOne(r, x.Location)
+	refsMany(r, x.Performer)
+	refsOne(r, x.ProductCodeableConcept)
+	refsOne(r, x.ProductReference)
+	refsOne(r, x.DailyAmount)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.Description)
+}
 
 func (x *CarePlanActivityDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -176,6 +176,29 @@ func (x *CareTeam) walk(w *walker) {
 
 func (x *CareTeam) walkID() string { return x.ID }
 
+func (x *CareTeam) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.Category)
+	refsOne(r, x.Name)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Period)
+	refsMany(r, x.Participant)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.ManagingOrganization)
+	refsMany(r, x.Telecom)
+	refsMany(r, x.Note)
+}
+
 func (x *CareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -383,6 +406,15 @@ func (x *CareTeamParticipant) walk(w *walker) {
 }
 
 func (x *CareTeamParticipant) walkID() string { return x.ID }
+
+func (x *CareTeamParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Role)
+	refsOne(r, x.Member)
+	refsOne(r, x.OnBehalfOf)
+	refsOne(r, x.Period)
+}
 
 func (x *CareTeamParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -180,6 +180,29 @@ func (x *CatalogEntry) walk(w *walker) {
 
 func (x *CatalogEntry) walkID() string { return x.ID }
 
+func (x *CatalogEntry) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Orderable)
+	refsOne(r, x.ReferencedItem)
+	refsMany(r, x.AdditionalIdentifier)
+	refsMany(r, x.Classification)
+	refsOne(r, x.Status)
+	refsOne(r, x.ValidityPeriod)
+	refsOne(r, x.ValidTo)
+	refsOne(r, x.LastUpdated)
+	refsMany(r, x.AdditionalCharacteristic)
+	refsMany(r, x.AdditionalClassification)
+	refsMany(r, x.RelatedEntry)
+}
+
 func (x *CatalogEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -379,6 +402,13 @@ func (x *CatalogEntryRelatedEntry) walk(w *walker) {
 }
 
 func (x *CatalogEntryRelatedEntry) walkID() string { return x.ID }
+
+func (x *CatalogEntryRelatedEntry) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Relationtype)
+	refsOne(r, x.Item)
+}
 
 func (x *CatalogEntryRelatedEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -282,6 +282,45 @@ func (x *ChargeItem) walk(w *walker) {
 
 func (x *ChargeItem) walkID() string { return x.ID }
 
+func (x *ChargeItem) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.DefinitionURI)
+	refsMany(r, x.DefinitionCanonical)
+	refsOne(r, x.Status)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Context)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.OccurrenceTiming)
+	refsMany(r, x.Performer)
+	refsOne(r, x.PerformingOrganization)
+	refsOne(r, x.RequestingOrganization)
+	refsOne(r, x.CostCenter)
+	refsOne(r, x.Quantity)
+	refsMany(r, x.Bodysite)
+	refsOne(r, x.FactorOverride)
+	refsOne(r, x.PriceOverride)
+	refsOne(r, x.OverrideReason)
+	refsOne(r, x.Enterer)
+	refsOne(r, x.EnteredDate)
+	refsMany(r, x.Reason)
+	refsMany(r, x.Service)
+	refsOne(r, x.ProductReference)
+	refsOne(r, x.ProductCodeableConcept)
+	refsMany(r, x.Account)
+	refsMany(r, x.Note)
+	refsMany(r, x.SupportingInformation)
+}
+
 func (x *ChargeItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -561,6 +600,13 @@ func (x *ChargeItemPerformer) walk(w *walker) {
 }
 
 func (x *ChargeItemPerformer) walkID() string { return x.ID }
+
+func (x *ChargeItemPerformer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Function)
+	refsOne(r, x.Actor)
+}
 
 func (x *ChargeItemPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -260,6 +260,39 @@ func (x *ChargeItemDefinition) walk(w *walker) {
 
 func (x *ChargeItemDefinition) walkID() string { return x.ID }
 
+func (x *ChargeItemDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Title)
+	refsMany(r, x.DerivedFromURI)
+	refsMany(r, x.PartOf)
+	refsMany(r, x.Replaces)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsOne(r, x.Code)
+	refsMany(r, x.Instance)
+	refsMany(r, x.Applicability)
+	refsMany(r, x.PropertyGroup)
+}
+
 func (x *ChargeItemDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -520,6 +553,14 @@ func (x *ChargeItemDefinitionApplicability) walk(w *walker) {
 
 func (x *ChargeItemDefinitionApplicability) walkID() string { return x.ID }
 
+func (x *ChargeItemDefinitionApplicability) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Language)
+	refsOne(r, x.Expression)
+}
+
 func (x *ChargeItemDefinitionApplicability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -651,6 +692,13 @@ func (x *ChargeItemDefinitionPropertyGroup) walk(w *walker) {
 }
 
 func (x *ChargeItemDefinitionPropertyGroup) walkID() string { return x.ID }
+
+func (x *ChargeItemDefinitionPropertyGroup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Applicability)
+	refsMany(r, x.PriceComponent)
+}
 
 func (x *ChargeItemDefinitionPropertyGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -792,6 +840,15 @@ func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walk(w *walker) {
 }
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) walkID() string { return x.ID }
+
+func (x *ChargeItemDefinitionPropertyGroupPriceComponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Code)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Amount)
+}
 
 func (x *ChargeItemDefinitionPropertyGroupPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -262,6 +262,43 @@ func (x *Claim) walk(w *walker) {
 
 func (x *Claim) walkID() string { return x.ID }
 
+func (x *Claim) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.SubType)
+	refsOne(r, x.Use)
+	refsOne(r, x.Patient)
+	refsOne(r, x.BillablePeriod)
+	refsOne(r, x.Created)
+	refsOne(r, x.Enterer)
+	refsOne(r, x.Insurer)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Priority)
+	refsOne(r, x.FundsReserve)
+	refsMany(r, x.Related)
+	refsOne(r, x.Prescription)
+	refsOne(r, x.OriginalPrescription)
+	refsOne(r, x.Payee)
+	refsOne(r, x.Referral)
+	refsOne(r, x.Facility)
+	refsMany(r, x.CareTeam)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.Diagnosis)
+	refsMany(r, x.Procedure)
+	refsMany(r, x.Insurance)
+	refsOne(r, x.Accident)
+	refsMany(r, x.Item)
+	refsOne(r, x.Total)
+}
+
 func (x *Claim) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -521,6 +558,14 @@ func (x *ClaimRelated) walk(w *walker) {
 
 func (x *ClaimRelated) walkID() string { return x.ID }
 
+func (x *ClaimRelated) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Claim)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.Reference)
+}
+
 func (x *ClaimRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -649,6 +694,13 @@ func (x *ClaimPayee) walk(w *walker) {
 }
 
 func (x *ClaimPayee) walkID() string { return x.ID }
+
+func (x *ClaimPayee) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Party)
+}
 
 func (x *ClaimPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -796,6 +848,16 @@ func (x *ClaimCareTeam) walk(w *walker) {
 }
 
 func (x *ClaimCareTeam) walkID() string { return x.ID }
+
+func (x *ClaimCareTeam) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Responsible)
+	refsOne(r, x.Role)
+	refsOne(r, x.Qualification)
+}
 
 func (x *ClaimCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -997,6 +1059,22 @@ func (x *ClaimSupportingInfo) walk(w *walker) {
 }
 
 func (x *ClaimSupportingInfo) walkID() string { return x.ID }
+
+func (x *ClaimSupportingInfo) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.TimingDate)
+	refsOne(r, x.TimingPeriod)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.Reason)
+}
 
 func (x *ClaimSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1206,6 +1284,17 @@ func (x *ClaimDiagnosis) walk(w *walker) {
 
 func (x *ClaimDiagnosis) walkID() string { return x.ID }
 
+func (x *ClaimDiagnosis) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.DiagnosisCodeableConcept)
+	refsOne(r, x.DiagnosisReference)
+	refsMany(r, x.Type)
+	refsOne(r, x.OnAdmission)
+	refsOne(r, x.PackageCode)
+}
+
 func (x *ClaimDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1382,6 +1471,17 @@ func (x *ClaimProcedure) walk(w *walker) {
 }
 
 func (x *ClaimProcedure) walkID() string { return x.ID }
+
+func (x *ClaimProcedure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsMany(r, x.Type)
+	refsOne(r, x.Date)
+	refsOne(r, x.ProcedureCodeableConcept)
+	refsOne(r, x.ProcedureReference)
+	refsMany(r, x.Udi)
+}
 
 func (x *ClaimProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1571,6 +1671,18 @@ func (x *ClaimInsurance) walk(w *walker) {
 
 func (x *ClaimInsurance) walkID() string { return x.ID }
 
+func (x *ClaimInsurance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Focal)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Coverage)
+	refsOne(r, x.BusinessArrangement)
+	refsMany(r, x.PreAuthRef)
+	refsOne(r, x.ClaimResponse)
+}
+
 func (x *ClaimInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1733,6 +1845,15 @@ func (x *ClaimAccident) walk(w *walker) {
 }
 
 func (x *ClaimAccident) walkID() string { return x.ID }
+
+func (x *ClaimAccident) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Date)
+	refsOne(r, x.Type)
+	refsOne(r, x.LocationAddress)
+	refsOne(r, x.LocationReference)
+}
 
 func (x *ClaimAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2020,6 +2141,35 @@ func (x *ClaimItem) walk(w *walker) {
 }
 
 func (x *ClaimItem) walkID() string { return x.ID }
+
+func (x *ClaimItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsMany(r, x.CareTeamSequence)
+	refsMany(r, x.DiagnosisSequence)
+	refsMany(r, x.ProcedureSequence)
+	refsMany(r, x.InformationSequence)
+	refsOne(r, x.Revenue)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.ServicedDate)
+	refsOne(r, x.ServicedPeriod)
+	refsOne(r, x.LocationCodeableConcept)
+	refsOne(r, x.LocationAddress)
+	refsOne(r, x.LocationReference)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.Udi)
+	refsOne(r, x.BodySite)
+	refsMany(r, x.SubSite)
+	refsMany(r, x.Encounter)
+	refsMany(r, x.Detail)
+}
 
 func (x *ClaimItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2320,6 +2470,23 @@ func (x *ClaimItemDetail) walk(w *walker) {
 
 func (x *ClaimItemDetail) walkID() string { return x.ID }
 
+func (x *ClaimItemDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Revenue)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.Udi)
+	refsMany(r, x.SubDetail)
+}
+
 func (x *ClaimItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2544,6 +2711,22 @@ func (x *ClaimItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ClaimItemDetailSubDetail) walkID() string { return x.ID }
+
+func (x *ClaimItemDetailSubDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Revenue)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.Udi)
+}
 
 func (x *ClaimItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

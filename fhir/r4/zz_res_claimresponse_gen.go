@@ -268,6 +268,43 @@ func (x *ClaimResponse) walk(w *walker) {
 
 func (x *ClaimResponse) walkID() string { return x.ID }
 
+func (x *ClaimResponse) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.SubType)
+	refsOne(r, x.Use)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Created)
+	refsOne(r, x.Insurer)
+	refsOne(r, x.Requestor)
+	refsOne(r, x.Request)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.Disposition)
+	refsOne(r, x.PreAuthRef)
+	refsOne(r, x.PreAuthPeriod)
+	refsOne(r, x.PayeeType)
+	refsMany(r, x.Item)
+	refsMany(r, x.AddItem)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.Total)
+	refsOne(r, x.Payment)
+	refsOne(r, x.FundsReserve)
+	refsOne(r, x.FormCode)
+	refsOne(r, x.Form)
+	refsMany(r, x.ProcessNote)
+	refsMany(r, x.CommunicationRequest)
+	refsMany(r, x.Insurance)
+	refsMany(r, x.Error)
+}
+
 func (x *ClaimResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -540,6 +577,15 @@ func (x *ClaimResponseItem) walk(w *walker) {
 
 func (x *ClaimResponseItem) walkID() string { return x.ID }
 
+func (x *ClaimResponseItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ItemSequence)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.Detail)
+}
+
 func (x *ClaimResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -688,6 +734,15 @@ func (x *ClaimResponseItemAdjudication) walk(w *walker) {
 }
 
 func (x *ClaimResponseItemAdjudication) walkID() string { return x.ID }
+
+func (x *ClaimResponseItemAdjudication) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Reason)
+	refsOne(r, x.Amount)
+	refsOne(r, x.Value)
+}
 
 func (x *ClaimResponseItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -839,6 +894,15 @@ func (x *ClaimResponseItemDetail) walk(w *walker) {
 
 func (x *ClaimResponseItemDetail) walkID() string { return x.ID }
 
+func (x *ClaimResponseItemDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DetailSequence)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.SubDetail)
+}
+
 func (x *ClaimResponseItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -983,6 +1047,14 @@ func (x *ClaimResponseItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ClaimResponseItemDetailSubDetail) walkID() string { return x.ID }
+
+func (x *ClaimResponseItemDetailSubDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SubDetailSequence)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+}
 
 func (x *ClaimResponseItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1240,6 +1312,32 @@ func (x *ClaimResponseAddItem) walk(w *walker) {
 }
 
 func (x *ClaimResponseAddItem) walkID() string { return x.ID }
+
+func (x *ClaimResponseAddItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.ItemSequence)
+	refsMany(r, x.DetailSequence)
+	refsMany(r, x.SubdetailSequence)
+	refsMany(r, x.Provider)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.ServicedDate)
+	refsOne(r, x.ServicedPeriod)
+	refsOne(r, x.LocationCodeableConcept)
+	refsOne(r, x.LocationAddress)
+	refsOne(r, x.LocationReference)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsOne(r, x.BodySite)
+	refsMany(r, x.SubSite)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.Detail)
+}
 
 func (x *ClaimResponseAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1509,6 +1607,20 @@ func (x *ClaimResponseAddItemDetail) walk(w *walker) {
 
 func (x *ClaimResponseAddItemDetail) walkID() string { return x.ID }
 
+func (x *ClaimResponseAddItemDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.SubDetail)
+}
+
 func (x *ClaimResponseAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1704,6 +1816,19 @@ func (x *ClaimResponseAddItemDetailSubDetail) walk(w *walker) {
 
 func (x *ClaimResponseAddItemDetailSubDetail) walkID() string { return x.ID }
 
+func (x *ClaimResponseAddItemDetailSubDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+}
+
 func (x *ClaimResponseAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1855,6 +1980,13 @@ func (x *ClaimResponseTotal) walk(w *walker) {
 
 func (x *ClaimResponseTotal) walkID() string { return x.ID }
 
+func (x *ClaimResponseTotal) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Amount)
+}
+
 func (x *ClaimResponseTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2005,6 +2137,17 @@ func (x *ClaimResponsePayment) walk(w *walker) {
 }
 
 func (x *ClaimResponsePayment) walkID() string { return x.ID }
+
+func (x *ClaimResponsePayment) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Adjustment)
+	refsOne(r, x.AdjustmentReason)
+	refsOne(r, x.Date)
+	refsOne(r, x.Amount)
+	refsOne(r, x.Identifier)
+}
 
 func (x *ClaimResponsePayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2166,6 +2309,15 @@ func (x *ClaimResponseProcessNote) walk(w *walker) {
 
 func (x *ClaimResponseProcessNote) walkID() string { return x.ID }
 
+func (x *ClaimResponseProcessNote) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Number)
+	refsOne(r, x.Type)
+	refsOne(r, x.Text)
+	refsOne(r, x.Language)
+}
+
 func (x *ClaimResponseProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2326,6 +2478,16 @@ func (x *ClaimResponseInsurance) walk(w *walker) {
 
 func (x *ClaimResponseInsurance) walkID() string { return x.ID }
 
+func (x *ClaimResponseInsurance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Focal)
+	refsOne(r, x.Coverage)
+	refsOne(r, x.BusinessArrangement)
+	refsOne(r, x.ClaimResponse)
+}
+
 func (x *ClaimResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2483,6 +2645,15 @@ func (x *ClaimResponseError) walk(w *walker) {
 }
 
 func (x *ClaimResponseError) walkID() string { return x.ID }
+
+func (x *ClaimResponseError) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ItemSequence)
+	refsOne(r, x.DetailSequence)
+	refsOne(r, x.SubDetailSequence)
+	refsOne(r, x.Code)
+}
 
 func (x *ClaimResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -232,6 +232,37 @@ func (x *ClinicalImpression) walk(w *walker) {
 
 func (x *ClinicalImpression) walkID() string { return x.ID }
 
+func (x *ClinicalImpression) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.EffectiveDateTime)
+	refsOne(r, x.EffectivePeriod)
+	refsOne(r, x.Date)
+	refsOne(r, x.Assessor)
+	refsOne(r, x.Previous)
+	refsMany(r, x.Problem)
+	refsMany(r, x.Investigation)
+	refsMany(r, x.Protocol)
+	refsOne(r, x.Summary)
+	refsMany(r, x.Finding)
+	refsMany(r, x.PrognosisCodeableConcept)
+	refsMany(r, x.PrognosisReference)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.Note)
+}
+
 func (x *ClinicalImpression) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -471,6 +502,13 @@ func (x *ClinicalImpressionInvestigation) walk(w *walker) {
 
 func (x *ClinicalImpressionInvestigation) walkID() string { return x.ID }
 
+func (x *ClinicalImpressionInvestigation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Item)
+}
+
 func (x *ClinicalImpressionInvestigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -603,6 +641,14 @@ func (x *ClinicalImpressionFinding) walk(w *walker) {
 }
 
 func (x *ClinicalImpressionFinding) walkID() string { return x.ID }
+
+func (x *ClinicalImpressionFinding) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ItemCodeableConcept)
+	refsOne(r, x.ItemReference)
+	refsOne(r, x.Basis)
+}
 
 func (x *ClinicalImpressionFinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -288,6 +288,42 @@ func (x *CodeSystem) walk(w *walker) {
 
 func (x *CodeSystem) walkID() string { return x.ID }
 
+func (x *CodeSystem) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.CaseSensitive)
+	refsOne(r, x.ValueSet)
+	refsOne(r, x.HierarchyMeaning)
+	refsOne(r, x.Compositional)
+	refsOne(r, x.VersionNeeded)
+	refsOne(r, x.Content)
+	refsOne(r, x.Supplements)
+	refsOne(r, x.Count)
+	refsMany(r, x.Filter)
+	refsMany(r, x.Property)
+	refsMany(r, x.Concept)
+}
+
 func (x *CodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -573,6 +609,15 @@ func (x *CodeSystemFilter) walk(w *walker) {
 
 func (x *CodeSystemFilter) walkID() string { return x.ID }
 
+func (x *CodeSystemFilter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsMany(r, x.Operator)
+	refsOne(r, x.Value)
+}
+
 func (x *CodeSystemFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -729,6 +774,15 @@ func (x *CodeSystemProperty) walk(w *walker) {
 }
 
 func (x *CodeSystemProperty) walkID() string { return x.ID }
+
+func (x *CodeSystemProperty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.URI)
+	refsOne(r, x.Description)
+	refsOne(r, x.Type)
+}
 
 func (x *CodeSystemProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -897,6 +951,17 @@ func (x *CodeSystemConcept) walk(w *walker) {
 
 func (x *CodeSystemConcept) walkID() string { return x.ID }
 
+func (x *CodeSystemConcept) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsOne(r, x.Definition)
+	refsMany(r, x.Designation)
+	refsMany(r, x.Property)
+	refsMany(r, x.Concept)
+}
+
 func (x *CodeSystemConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1050,6 +1115,14 @@ func (x *CodeSystemConceptDesignation) walk(w *walker) {
 }
 
 func (x *CodeSystemConceptDesignation) walkID() string { return x.ID }
+
+func (x *CodeSystemConceptDesignation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Language)
+	refsOne(r, x.Use)
+	refsOne(r, x.Value)
+}
 
 func (x *CodeSystemConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1231,6 +1304,19 @@ func (x *CodeSystemConceptProperty) walk(w *walker) {
 }
 
 func (x *CodeSystemConceptProperty) walkID() string { return x.ID }
+
+func (x *CodeSystemConceptProperty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueDecimal)
+}
 
 func (x *CodeSystemConceptProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

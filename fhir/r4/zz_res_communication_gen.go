@@ -244,6 +244,39 @@ func (x *Communication) walk(w *walker) {
 
 func (x *Communication) walkID() string { return x.ID }
 
+func (x *Communication) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsMany(r, x.InResponseTo)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsMany(r, x.Category)
+	refsOne(r, x.Priority)
+	refsMany(r, x.Medium)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Topic)
+	refsMany(r, x.About)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Sent)
+	refsOne(r, x.Received)
+	refsMany(r, x.Recipient)
+	refsOne(r, x.Sender)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Payload)
+	refsMany(r, x.Note)
+}
+
 func (x *Communication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -491,6 +524,14 @@ func (x *CommunicationPayload) walk(w *walker) {
 }
 
 func (x *CommunicationPayload) walkID() string { return x.ID }
+
+func (x *CommunicationPayload) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ContentString)
+	refsOne(r, x.ContentAttachment)
+	refsOne(r, x.ContentReference)
+}
 
 func (x *CommunicationPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -242,6 +242,39 @@ func (x *CommunicationRequest) walk(w *walker) {
 
 func (x *CommunicationRequest) walkID() string { return x.ID }
 
+func (x *CommunicationRequest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.Replaces)
+	refsOne(r, x.GroupIdentifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsMany(r, x.Category)
+	refsOne(r, x.Priority)
+	refsOne(r, x.DoNotPerform)
+	refsMany(r, x.Medium)
+	refsOne(r, x.Subject)
+	refsMany(r, x.About)
+	refsOne(r, x.Encounter)
+	refsMany(r, x.Payload)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.AuthoredOn)
+	refsOne(r, x.Requester)
+	refsMany(r, x.Recipient)
+	refsOne(r, x.Sender)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Note)
+}
+
 func (x *CommunicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -495,6 +528,14 @@ func (x *CommunicationRequestPayload) walk(w *walker) {
 }
 
 func (x *CommunicationRequestPayload) walkID() string { return x.ID }
+
+func (x *CommunicationRequestPayload) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ContentString)
+	refsOne(r, x.ContentAttachment)
+	refsOne(r, x.ContentReference)
+}
 
 func (x *CommunicationRequestPayload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -200,6 +200,30 @@ func (x *CompartmentDefinition) walk(w *walker) {
 
 func (x *CompartmentDefinition) walkID() string { return x.ID }
 
+func (x *CompartmentDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Code)
+	refsOne(r, x.Search)
+	refsMany(r, x.Resource)
+}
+
 func (x *CompartmentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -420,6 +444,14 @@ func (x *CompartmentDefinitionResource) walk(w *walker) {
 }
 
 func (x *CompartmentDefinitionResource) walkID() string { return x.ID }
+
+func (x *CompartmentDefinitionResource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Param)
+	refsOne(r, x.Documentation)
+}
 
 func (x *CompartmentDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

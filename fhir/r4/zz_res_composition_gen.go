@@ -192,6 +192,31 @@ func (x *Composition) walk(w *walker) {
 
 func (x *Composition) walkID() string { return x.ID }
 
+func (x *Composition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsMany(r, x.Category)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Date)
+	refsMany(r, x.Author)
+	refsOne(r, x.Title)
+	refsOne(r, x.Confidentiality)
+	refsMany(r, x.Attester)
+	refsOne(r, x.Custodian)
+	refsMany(r, x.RelatesTo)
+	refsMany(r, x.Event)
+	refsMany(r, x.Section)
+}
+
 func (x *Composition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -408,6 +433,14 @@ func (x *CompositionAttester) walk(w *walker) {
 
 func (x *CompositionAttester) walkID() string { return x.ID }
 
+func (x *CompositionAttester) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Time)
+	refsOne(r, x.Party)
+}
+
 func (x *CompositionAttester) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -546,6 +579,14 @@ func (x *CompositionRelatesTo) walk(w *walker) {
 }
 
 func (x *CompositionRelatesTo) walkID() string { return x.ID }
+
+func (x *CompositionRelatesTo) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.TargetIdentifier)
+	refsOne(r, x.TargetReference)
+}
 
 func (x *CompositionRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -689,6 +730,14 @@ func (x *CompositionEvent) walk(w *walker) {
 }
 
 func (x *CompositionEvent) walkID() string { return x.ID }
+
+func (x *CompositionEvent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Code)
+	refsOne(r, x.Period)
+	refsMany(r, x.Detail)
+}
 
 func (x *CompositionEvent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -870,6 +919,21 @@ func (x *CompositionSection) walk(w *walker) {
 }
 
 func (x *CompositionSection) walkID() string { return x.ID }
+
+func (x *CompositionSection) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Title)
+	refsOne(r, x.Code)
+	refsMany(r, x.Author)
+	refsOne(r, x.Focus)
+	refsOne(r, x.Text)
+	refsOne(r, x.Mode)
+	refsOne(r, x.OrderedBy)
+	refsMany(r, x.Entry)
+	refsOne(r, x.EmptyReason)
+	refsMany(r, x.Section)
+}
 
 func (x *CompositionSection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -244,6 +244,36 @@ func (x *ConceptMap) walk(w *walker) {
 
 func (x *ConceptMap) walkID() string { return x.ID }
 
+func (x *ConceptMap) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.SourceURI)
+	refsOne(r, x.SourceCanonical)
+	refsOne(r, x.TargetURI)
+	refsOne(r, x.TargetCanonical)
+	refsMany(r, x.Group)
+}
+
 func (x *ConceptMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -527,6 +557,17 @@ func (x *ConceptMapGroup) walk(w *walker) {
 
 func (x *ConceptMapGroup) walkID() string { return x.ID }
 
+func (x *ConceptMapGroup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Source)
+	refsOne(r, x.SourceVersion)
+	refsOne(r, x.Target)
+	refsOne(r, x.TargetVersion)
+	refsMany(r, x.Element)
+	refsOne(r, x.Unmapped)
+}
+
 func (x *ConceptMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -681,6 +722,14 @@ func (x *ConceptMapGroupElement) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupElement) walkID() string { return x.ID }
+
+func (x *ConceptMapGroupElement) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsMany(r, x.Target)
+}
 
 func (x *ConceptMapGroupElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -844,6 +893,17 @@ func (x *ConceptMapGroupElementTarget) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupElementTarget) walkID() string { return x.ID }
+
+func (x *ConceptMapGroupElementTarget) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsOne(r, x.Equivalence)
+	refsOne(r, x.Comment)
+	refsMany(r, x.DependsOn)
+	refsMany(r, x.Product)
+}
 
 func (x *ConceptMapGroupElementTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1010,6 +1070,15 @@ func (x *ConceptMapGroupElementTargetDependsOn) walk(w *walker) {
 
 func (x *ConceptMapGroupElementTargetDependsOn) walkID() string { return x.ID }
 
+func (x *ConceptMapGroupElementTargetDependsOn) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Property)
+	refsOne(r, x.System)
+	refsOne(r, x.Value)
+	refsOne(r, x.Display)
+}
+
 func (x *ConceptMapGroupElementTargetDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1166,6 +1235,15 @@ func (x *ConceptMapGroupUnmapped) walk(w *walker) {
 }
 
 func (x *ConceptMapGroupUnmapped) walkID() string { return x.ID }
+
+func (x *ConceptMapGroupUnmapped) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsOne(r, x.URL)
+}
 
 func (x *ConceptMapGroupUnmapped) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -254,6 +254,41 @@ func (x *Condition) walk(w *walker) {
 
 func (x *Condition) walkID() string { return x.ID }
 
+func (x *Condition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.ClinicalStatus)
+	refsOne(r, x.VerificationStatus)
+	refsMany(r, x.Category)
+	refsOne(r, x.Severity)
+	refsOne(r, x.Code)
+	refsMany(r, x.BodySite)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.OnsetDateTime)
+	refsOne(r, x.OnsetAge)
+	refsOne(r, x.OnsetPeriod)
+	refsOne(r, x.OnsetRange)
+	refsOne(r, x.OnsetString)
+	refsOne(r, x.AbatementDateTime)
+	refsOne(r, x.AbatementAge)
+	refsOne(r, x.AbatementPeriod)
+	refsOne(r, x.AbatementRange)
+	refsOne(r, x.AbatementString)
+	refsOne(r, x.RecordedDate)
+	refsOne(r, x.Recorder)
+	refsOne(r, x.Asserter)
+	refsMany(r, x.Stage)
+	refsMany(r, x.Evidence)
+	refsMany(r, x.Note)
+}
+
 func (x *Condition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -527,6 +562,14 @@ func (x *ConditionStage) walk(w *walker) {
 
 func (x *ConditionStage) walkID() string { return x.ID }
 
+func (x *ConditionStage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Summary)
+	refsMany(r, x.Assessment)
+	refsOne(r, x.Type)
+}
+
 func (x *ConditionStage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -655,6 +698,13 @@ func (x *ConditionEvidence) walk(w *walker) {
 }
 
 func (x *ConditionEvidence) walkID() string { return x.ID }
+
+func (x *ConditionEvidence) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Code)
+	refsMany(r, x.Detail)
+}
 
 func (x *ConditionEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

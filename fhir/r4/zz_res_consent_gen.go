@@ -182,6 +182,30 @@ func (x *Consent) walk(w *walker) {
 
 func (x *Consent) walkID() string { return x.ID }
 
+func (x *Consent) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Scope)
+	refsMany(r, x.Category)
+	refsOne(r, x.Patient)
+	refsOne(r, x.DateTime)
+	refsMany(r, x.Performer)
+	refsMany(r, x.Organization)
+	refsOne(r, x.SourceAttachment)
+	refsOne(r, x.SourceReference)
+	refsMany(r, x.Policy)
+	refsOne(r, x.PolicyRule)
+	refsMany(r, x.Verification)
+	refsOne(r, x.Provision)
+}
+
 func (x *Consent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -393,6 +417,13 @@ func (x *ConsentPolicy) walk(w *walker) {
 
 func (x *ConsentPolicy) walkID() string { return x.ID }
 
+func (x *ConsentPolicy) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Authority)
+	refsOne(r, x.URI)
+}
+
 func (x *ConsentPolicy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -529,6 +560,14 @@ func (x *ConsentVerification) walk(w *walker) {
 }
 
 func (x *ConsentVerification) walkID() string { return x.ID }
+
+func (x *ConsentVerification) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Verified)
+	refsOne(r, x.VerifiedWith)
+	refsOne(r, x.VerificationDate)
+}
 
 func (x *ConsentVerification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -717,6 +756,22 @@ func (x *ConsentProvision) walk(w *walker) {
 
 func (x *ConsentProvision) walkID() string { return x.ID }
 
+func (x *ConsentProvision) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Period)
+	refsMany(r, x.Actor)
+	refsMany(r, x.Action)
+	refsMany(r, x.SecurityLabel)
+	refsMany(r, x.Purpose)
+	refsMany(r, x.Class)
+	refsMany(r, x.Code)
+	refsOne(r, x.DataPeriod)
+	refsMany(r, x.Data)
+	refsMany(r, x.Provision)
+}
+
 func (x *ConsentProvision) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -879,6 +934,13 @@ func (x *ConsentProvisionActor) walk(w *walker) {
 
 func (x *ConsentProvisionActor) walkID() string { return x.ID }
 
+func (x *ConsentProvisionActor) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Role)
+	refsOne(r, x.Reference)
+}
+
 func (x *ConsentProvisionActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1005,6 +1067,13 @@ func (x *ConsentProvisionData) walk(w *walker) {
 }
 
 func (x *ConsentProvisionData) walkID() string { return x.ID }
+
+func (x *ConsentProvisionData) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Meaning)
+	refsOne(r, x.Reference)
+}
 
 func (x *ConsentProvisionData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -322,6 +322,51 @@ func (x *Contract) walk(w *walker) {
 
 func (x *Contract) walkID() string { return x.ID }
 
+func (x *Contract) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Status)
+	refsOne(r, x.LegalState)
+	refsOne(r, x.InstantiatesCanonical)
+	refsOne(r, x.InstantiatesURI)
+	refsOne(r, x.ContentDerivative)
+	refsOne(r, x.Issued)
+	refsOne(r, x.Applies)
+	refsOne(r, x.ExpirationType)
+	refsMany(r, x.Subject)
+	refsMany(r, x.Authority)
+	refsMany(r, x.Domain)
+	refsMany(r, x.Site)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Subtitle)
+	refsMany(r, x.Alias)
+	refsOne(r, x.Author)
+	refsOne(r, x.Scope)
+	refsOne(r, x.TopicCodeableConcept)
+	refsOne(r, x.TopicReference)
+	refsOne(r, x.Type)
+	refsMany(r, x.SubType)
+	refsOne(r, x.ContentDefinition)
+	refsMany(r, x.Term)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.RelevantHistory)
+	refsMany(r, x.Signer)
+	refsMany(r, x.Friendly)
+	refsMany(r, x.Legal)
+	refsMany(r, x.Rule)
+	refsOne(r, x.LegallyBindingAttachment)
+	refsOne(r, x.LegallyBindingReference)
+}
+
 func (x *Contract) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -657,6 +702,17 @@ func (x *ContractContentDefinition) walk(w *walker) {
 
 func (x *ContractContentDefinition) walkID() string { return x.ID }
 
+func (x *ContractContentDefinition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.SubType)
+	refsOne(r, x.Publisher)
+	refsOne(r, x.PublicationDate)
+	refsOne(r, x.PublicationStatus)
+	refsOne(r, x.Copyright)
+}
+
 func (x *ContractContentDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -871,6 +927,24 @@ func (x *ContractTerm) walk(w *walker) {
 
 func (x *ContractTerm) walkID() string { return x.ID }
 
+func (x *ContractTerm) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Issued)
+	refsOne(r, x.Applies)
+	refsOne(r, x.TopicCodeableConcept)
+	refsOne(r, x.TopicReference)
+	refsOne(r, x.Type)
+	refsOne(r, x.SubType)
+	refsOne(r, x.Text)
+	refsMany(r, x.SecurityLabel)
+	refsOne(r, x.Offer)
+	refsMany(r, x.Asset)
+	refsMany(r, x.Action)
+	refsMany(r, x.Group)
+}
+
 func (x *ContractTerm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1063,6 +1137,15 @@ func (x *ContractTermSecurityLabel) walk(w *walker) {
 
 func (x *ContractTermSecurityLabel) walkID() string { return x.ID }
 
+func (x *ContractTermSecurityLabel) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Number)
+	refsOne(r, x.Classification)
+	refsMany(r, x.Category)
+	refsMany(r, x.Control)
+}
+
 func (x *ContractTermSecurityLabel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1251,6 +1334,21 @@ func (x *ContractTermOffer) walk(w *walker) {
 
 func (x *ContractTermOffer) walkID() string { return x.ID }
 
+func (x *ContractTermOffer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.Party)
+	refsOne(r, x.Topic)
+	refsOne(r, x.Type)
+	refsOne(r, x.Decision)
+	refsMany(r, x.DecisionMode)
+	refsMany(r, x.Answer)
+	refsOne(r, x.Text)
+	refsMany(r, x.LinkID)
+	refsMany(r, x.SecurityLabelNumber)
+}
+
 func (x *ContractTermOffer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1410,6 +1508,13 @@ func (x *ContractTermOfferParty) walk(w *walker) {
 }
 
 func (x *ContractTermOfferParty) walkID() string { return x.ID }
+
+func (x *ContractTermOfferParty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Reference)
+	refsOne(r, x.Role)
+}
 
 func (x *ContractTermOfferParty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1611,6 +1716,23 @@ func (x *ContractTermOfferAnswer) walk(w *walker) {
 }
 
 func (x *ContractTermOfferAnswer) walkID() string { return x.ID }
+
+func (x *ContractTermOfferAnswer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueReference)
+}
 
 func (x *ContractTermOfferAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1888,6 +2010,26 @@ func (x *ContractTermAsset) walk(w *walker) {
 
 func (x *ContractTermAsset) walkID() string { return x.ID }
 
+func (x *ContractTermAsset) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Scope)
+	refsMany(r, x.Type)
+	refsMany(r, x.TypeReference)
+	refsMany(r, x.Subtype)
+	refsOne(r, x.Relationship)
+	refsMany(r, x.Context)
+	refsOne(r, x.Condition)
+	refsMany(r, x.PeriodType)
+	refsMany(r, x.Period)
+	refsMany(r, x.UsePeriod)
+	refsOne(r, x.Text)
+	refsMany(r, x.LinkID)
+	refsMany(r, x.Answer)
+	refsMany(r, x.SecurityLabelNumber)
+	refsMany(r, x.ValuedItem)
+}
+
 func (x *ContractTermAsset) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2076,6 +2218,14 @@ func (x *ContractTermAssetContext) walk(w *walker) {
 }
 
 func (x *ContractTermAssetContext) walkID() string { return x.ID }
+
+func (x *ContractTermAssetContext) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Reference)
+	refsMany(r, x.Code)
+	refsOne(r, x.Text)
+}
 
 func (x *ContractTermAssetContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2298,6 +2448,26 @@ func (x *ContractTermAssetValuedItem) walk(w *walker) {
 }
 
 func (x *ContractTermAssetValuedItem) walkID() string { return x.ID }
+
+func (x *ContractTermAssetValuedItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.EntityCodeableConcept)
+	refsOne(r, x.EntityReference)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.EffectiveTime)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Points)
+	refsOne(r, x.Net)
+	refsOne(r, x.Payment)
+	refsOne(r, x.PaymentDate)
+	refsOne(r, x.Responsible)
+	refsOne(r, x.Recipient)
+	refsMany(r, x.LinkID)
+	refsMany(r, x.SecurityLabelNumber)
+}
 
 func (x *ContractTermAssetValuedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2634,6 +2804,34 @@ func (x *ContractTermAction) walk(w *walker) {
 
 func (x *ContractTermAction) walkID() string { return x.ID }
 
+func (x *ContractTermAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DoNotPerform)
+	refsOne(r, x.Type)
+	refsMany(r, x.Subject)
+	refsOne(r, x.Intent)
+	refsMany(r, x.LinkID)
+	refsOne(r, x.Status)
+	refsOne(r, x.Context)
+	refsMany(r, x.ContextLinkID)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.OccurrenceTiming)
+	refsMany(r, x.Requester)
+	refsMany(r, x.RequesterLinkID)
+	refsMany(r, x.PerformerType)
+	refsOne(r, x.PerformerRole)
+	refsOne(r, x.Performer)
+	refsMany(r, x.PerformerLinkID)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Reason)
+	refsMany(r, x.ReasonLinkID)
+	refsMany(r, x.Note)
+	refsMany(r, x.SecurityLabelNumber)
+}
+
 func (x *ContractTermAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2860,6 +3058,13 @@ func (x *ContractTermActionSubject) walk(w *walker) {
 
 func (x *ContractTermActionSubject) walkID() string { return x.ID }
 
+func (x *ContractTermActionSubject) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Reference)
+	refsOne(r, x.Role)
+}
+
 func (x *ContractTermActionSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2991,6 +3196,14 @@ func (x *ContractSigner) walk(w *walker) {
 
 func (x *ContractSigner) walkID() string { return x.ID }
 
+func (x *ContractSigner) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Party)
+	refsMany(r, x.Signature)
+}
+
 func (x *ContractSigner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3119,6 +3332,13 @@ func (x *ContractFriendly) walk(w *walker) {
 }
 
 func (x *ContractFriendly) walkID() string { return x.ID }
+
+func (x *ContractFriendly) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ContentAttachment)
+	refsOne(r, x.ContentReference)
+}
 
 func (x *ContractFriendly) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -3252,6 +3472,13 @@ func (x *ContractLegal) walk(w *walker) {
 
 func (x *ContractLegal) walkID() string { return x.ID }
 
+func (x *ContractLegal) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ContentAttachment)
+	refsOne(r, x.ContentReference)
+}
+
 func (x *ContractLegal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3383,6 +3610,13 @@ func (x *ContractRule) walk(w *walker) {
 }
 
 func (x *ContractRule) walkID() string { return x.ID }
+
+func (x *ContractRule) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ContentAttachment)
+	refsOne(r, x.ContentReference)
+}
 
 func (x *ContractRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

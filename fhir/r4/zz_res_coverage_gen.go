@@ -208,6 +208,33 @@ func (x *Coverage) walk(w *walker) {
 
 func (x *Coverage) walkID() string { return x.ID }
 
+func (x *Coverage) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.PolicyHolder)
+	refsOne(r, x.Subscriber)
+	refsOne(r, x.SubscriberID)
+	refsOne(r, x.Beneficiary)
+	refsOne(r, x.Dependent)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.Period)
+	refsMany(r, x.Payor)
+	refsMany(r, x.Class)
+	refsOne(r, x.Order)
+	refsOne(r, x.Network)
+	refsMany(r, x.CostToBeneficiary)
+	refsOne(r, x.Subrogation)
+	refsMany(r, x.Contract)
+}
+
 func (x *Coverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -434,6 +461,14 @@ func (x *CoverageClass) walk(w *walker) {
 
 func (x *CoverageClass) walkID() string { return x.ID }
 
+func (x *CoverageClass) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Value)
+	refsOne(r, x.Name)
+}
+
 func (x *CoverageClass) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -577,6 +612,15 @@ func (x *CoverageCostToBeneficiary) walk(w *walker) {
 
 func (x *CoverageCostToBeneficiary) walkID() string { return x.ID }
 
+func (x *CoverageCostToBeneficiary) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueMoney)
+	refsMany(r, x.Exception)
+}
+
 func (x *CoverageCostToBeneficiary) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -716,6 +760,13 @@ func (x *CoverageCostToBeneficiaryException) walk(w *walker) {
 }
 
 func (x *CoverageCostToBeneficiaryException) walkID() string { return x.ID }
+
+func (x *CoverageCostToBeneficiaryException) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Period)
+}
 
 func (x *CoverageCostToBeneficiaryException) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

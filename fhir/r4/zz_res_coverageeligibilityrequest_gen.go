@@ -192,6 +192,31 @@ func (x *CoverageEligibilityRequest) walk(w *walker) {
 
 func (x *CoverageEligibilityRequest) walkID() string { return x.ID }
 
+func (x *CoverageEligibilityRequest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Priority)
+	refsMany(r, x.Purpose)
+	refsOne(r, x.Patient)
+	refsOne(r, x.ServicedDate)
+	refsOne(r, x.ServicedPeriod)
+	refsOne(r, x.Created)
+	refsOne(r, x.Enterer)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Insurer)
+	refsOne(r, x.Facility)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.Insurance)
+	refsMany(r, x.Item)
+}
+
 func (x *CoverageEligibilityRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -415,6 +440,14 @@ func (x *CoverageEligibilityRequestSupportingInfo) walk(w *walker) {
 
 func (x *CoverageEligibilityRequestSupportingInfo) walkID() string { return x.ID }
 
+func (x *CoverageEligibilityRequestSupportingInfo) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Information)
+	refsOne(r, x.AppliesToAll)
+}
+
 func (x *CoverageEligibilityRequestSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -555,6 +588,14 @@ func (x *CoverageEligibilityRequestInsurance) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequestInsurance) walkID() string { return x.ID }
+
+func (x *CoverageEligibilityRequestInsurance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Focal)
+	refsOne(r, x.Coverage)
+	refsOne(r, x.BusinessArrangement)
+}
 
 func (x *CoverageEligibilityRequestInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -737,6 +778,21 @@ func (x *CoverageEligibilityRequestItem) walk(w *walker) {
 
 func (x *CoverageEligibilityRequestItem) walkID() string { return x.ID }
 
+func (x *CoverageEligibilityRequestItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.SupportingInfoSequence)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Facility)
+	refsMany(r, x.Diagnosis)
+	refsMany(r, x.Detail)
+}
+
 func (x *CoverageEligibilityRequestItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -894,6 +950,13 @@ func (x *CoverageEligibilityRequestItemDiagnosis) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityRequestItemDiagnosis) walkID() string { return x.ID }
+
+func (x *CoverageEligibilityRequestItemDiagnosis) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DiagnosisCodeableConcept)
+	refsOne(r, x.DiagnosisReference)
+}
 
 func (x *CoverageEligibilityRequestItemDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

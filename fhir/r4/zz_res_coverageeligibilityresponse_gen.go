@@ -204,6 +204,32 @@ func (x *CoverageEligibilityResponse) walk(w *walker) {
 
 func (x *CoverageEligibilityResponse) walkID() string { return x.ID }
 
+func (x *CoverageEligibilityResponse) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.Purpose)
+	refsOne(r, x.Patient)
+	refsOne(r, x.ServicedDate)
+	refsOne(r, x.ServicedPeriod)
+	refsOne(r, x.Created)
+	refsOne(r, x.Requestor)
+	refsOne(r, x.Request)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.Disposition)
+	refsOne(r, x.Insurer)
+	refsMany(r, x.Insurance)
+	refsOne(r, x.PreAuthRef)
+	refsOne(r, x.Form)
+	refsMany(r, x.Error)
+}
+
 func (x *CoverageEligibilityResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -438,6 +464,15 @@ func (x *CoverageEligibilityResponseInsurance) walk(w *walker) {
 
 func (x *CoverageEligibilityResponseInsurance) walkID() string { return x.ID }
 
+func (x *CoverageEligibilityResponseInsurance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Coverage)
+	refsOne(r, x.Inforce)
+	refsOne(r, x.BenefitPeriod)
+	refsMany(r, x.Item)
+}
+
 func (x *CoverageEligibilityResponseInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -653,6 +688,25 @@ func (x *CoverageEligibilityResponseInsuranceItem) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponseInsuranceItem) walkID() string { return x.ID }
+
+func (x *CoverageEligibilityResponseInsuranceItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Excluded)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsOne(r, x.Network)
+	refsOne(r, x.Unit)
+	refsOne(r, x.Term)
+	refsMany(r, x.Benefit)
+	refsOne(r, x.AuthorizationRequired)
+	refsMany(r, x.AuthorizationSupporting)
+	refsOne(r, x.AuthorizationURL)
+}
 
 func (x *CoverageEligibilityResponseInsuranceItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -870,6 +924,18 @@ func (x *CoverageEligibilityResponseInsuranceItemBenefit) walk(w *walker) {
 
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) walkID() string { return x.ID }
 
+func (x *CoverageEligibilityResponseInsuranceItemBenefit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.AllowedUnsignedInt)
+	refsOne(r, x.AllowedString)
+	refsOne(r, x.AllowedMoney)
+	refsOne(r, x.UsedUnsignedInt)
+	refsOne(r, x.UsedString)
+	refsOne(r, x.UsedMoney)
+}
+
 func (x *CoverageEligibilityResponseInsuranceItemBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1028,6 +1094,12 @@ func (x *CoverageEligibilityResponseError) walk(w *walker) {
 }
 
 func (x *CoverageEligibilityResponseError) walkID() string { return x.ID }
+
+func (x *CoverageEligibilityResponseError) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+}
 
 func (x *CoverageEligibilityResponseError) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -182,6 +182,29 @@ func (x *DetectedIssue) walk(w *walker) {
 
 func (x *DetectedIssue) walkID() string { return x.ID }
 
+func (x *DetectedIssue) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Code)
+	refsOne(r, x.Severity)
+	refsOne(r, x.Patient)
+	refsOne(r, x.IdentifiedDateTime)
+	refsOne(r, x.IdentifiedPeriod)
+	refsOne(r, x.Author)
+	refsMany(r, x.Implicated)
+	refsMany(r, x.Evidence)
+	refsOne(r, x.Detail)
+	refsOne(r, x.Reference)
+	refsMany(r, x.Mitigation)
+}
+
 func (x *DetectedIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -388,6 +411,13 @@ func (x *DetectedIssueEvidence) walk(w *walker) {
 
 func (x *DetectedIssueEvidence) walkID() string { return x.ID }
 
+func (x *DetectedIssueEvidence) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Code)
+	refsMany(r, x.Detail)
+}
+
 func (x *DetectedIssueEvidence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -520,6 +550,14 @@ func (x *DetectedIssueMitigation) walk(w *walker) {
 }
 
 func (x *DetectedIssueMitigation) walkID() string { return x.ID }
+
+func (x *DetectedIssueMitigation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Action)
+	refsOne(r, x.Date)
+	refsOne(r, x.Author)
+}
 
 func (x *DetectedIssueMitigation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

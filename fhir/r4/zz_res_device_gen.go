@@ -270,6 +270,42 @@ func (x *Device) walk(w *walker) {
 
 func (x *Device) walkID() string { return x.ID }
 
+func (x *Device) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Definition)
+	refsMany(r, x.UdiCarrier)
+	refsOne(r, x.Status)
+	refsMany(r, x.StatusReason)
+	refsOne(r, x.DistinctIdentifier)
+	refsOne(r, x.Manufacturer)
+	refsOne(r, x.ManufactureDate)
+	refsOne(r, x.ExpirationDate)
+	refsOne(r, x.LotNumber)
+	refsOne(r, x.SerialNumber)
+	refsMany(r, x.DeviceName)
+	refsOne(r, x.ModelNumber)
+	refsOne(r, x.PartNumber)
+	refsOne(r, x.Type)
+	refsMany(r, x.Specialization)
+	refsMany(r, x.Version)
+	refsMany(r, x.Property)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Owner)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Location)
+	refsOne(r, x.URL)
+	refsMany(r, x.Note)
+	refsMany(r, x.Safety)
+	refsOne(r, x.Parent)
+}
+
 func (x *Device) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -562,6 +598,17 @@ func (x *DeviceUdiCarrier) walk(w *walker) {
 
 func (x *DeviceUdiCarrier) walkID() string { return x.ID }
 
+func (x *DeviceUdiCarrier) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DeviceIdentifier)
+	refsOne(r, x.Issuer)
+	refsOne(r, x.Jurisdiction)
+	refsOne(r, x.CarrierAIDC)
+	refsOne(r, x.CarrierHRF)
+	refsOne(r, x.EntryType)
+}
+
 func (x *DeviceUdiCarrier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -713,6 +760,13 @@ func (x *DeviceDeviceName) walk(w *walker) {
 
 func (x *DeviceDeviceName) walkID() string { return x.ID }
 
+func (x *DeviceDeviceName) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Type)
+}
+
 func (x *DeviceDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -841,6 +895,13 @@ func (x *DeviceSpecialization) walk(w *walker) {
 }
 
 func (x *DeviceSpecialization) walkID() string { return x.ID }
+
+func (x *DeviceSpecialization) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SystemType)
+	refsOne(r, x.Version)
+}
 
 func (x *DeviceSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -975,6 +1036,14 @@ func (x *DeviceVersion) walk(w *walker) {
 }
 
 func (x *DeviceVersion) walkID() string { return x.ID }
+
+func (x *DeviceVersion) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Component)
+	refsOne(r, x.Value)
+}
 
 func (x *DeviceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1111,6 +1180,14 @@ func (x *DeviceProperty) walk(w *walker) {
 }
 
 func (x *DeviceProperty) walkID() string { return x.ID }
+
+func (x *DeviceProperty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.ValueQuantity)
+	refsMany(r, x.ValueCode)
+}
 
 func (x *DeviceProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -242,6 +242,39 @@ func (x *DeviceDefinition) walk(w *walker) {
 
 func (x *DeviceDefinition) walkID() string { return x.ID }
 
+func (x *DeviceDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.UdiDeviceIdentifier)
+	refsOne(r, x.ManufacturerString)
+	refsOne(r, x.ManufacturerReference)
+	refsMany(r, x.DeviceName)
+	refsOne(r, x.ModelNumber)
+	refsOne(r, x.Type)
+	refsMany(r, x.Specialization)
+	refsMany(r, x.Version)
+	refsMany(r, x.Safety)
+	refsMany(r, x.ShelfLifeStorage)
+	refsOne(r, x.PhysicalCharacteristics)
+	refsMany(r, x.LanguageCode)
+	refsMany(r, x.Capability)
+	refsMany(r, x.Property)
+	refsOne(r, x.Owner)
+	refsMany(r, x.Contact)
+	refsOne(r, x.URL)
+	refsOne(r, x.OnlineInformation)
+	refsMany(r, x.Note)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.ParentDevice)
+	refsMany(r, x.Material)
+}
+
 func (x *DeviceDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -500,6 +533,14 @@ func (x *DeviceDefinitionUdiDeviceIdentifier) walk(w *walker) {
 
 func (x *DeviceDefinitionUdiDeviceIdentifier) walkID() string { return x.ID }
 
+func (x *DeviceDefinitionUdiDeviceIdentifier) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DeviceIdentifier)
+	refsOne(r, x.Issuer)
+	refsOne(r, x.Jurisdiction)
+}
+
 func (x *DeviceDefinitionUdiDeviceIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -636,6 +677,13 @@ func (x *DeviceDefinitionDeviceName) walk(w *walker) {
 
 func (x *DeviceDefinitionDeviceName) walkID() string { return x.ID }
 
+func (x *DeviceDefinitionDeviceName) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Type)
+}
+
 func (x *DeviceDefinitionDeviceName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -767,6 +815,13 @@ func (x *DeviceDefinitionSpecialization) walk(w *walker) {
 
 func (x *DeviceDefinitionSpecialization) walkID() string { return x.ID }
 
+func (x *DeviceDefinitionSpecialization) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SystemType)
+	refsOne(r, x.Version)
+}
+
 func (x *DeviceDefinitionSpecialization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -893,6 +948,13 @@ func (x *DeviceDefinitionCapability) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionCapability) walkID() string { return x.ID }
+
+func (x *DeviceDefinitionCapability) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Description)
+}
 
 func (x *DeviceDefinitionCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1024,6 +1086,14 @@ func (x *DeviceDefinitionProperty) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionProperty) walkID() string { return x.ID }
+
+func (x *DeviceDefinitionProperty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.ValueQuantity)
+	refsMany(r, x.ValueCode)
+}
 
 func (x *DeviceDefinitionProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1163,6 +1233,14 @@ func (x *DeviceDefinitionMaterial) walk(w *walker) {
 }
 
 func (x *DeviceDefinitionMaterial) walkID() string { return x.ID }
+
+func (x *DeviceDefinitionMaterial) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Substance)
+	refsOne(r, x.Alternate)
+	refsOne(r, x.AllergenicIndicator)
+}
 
 func (x *DeviceDefinitionMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -160,6 +160,26 @@ func (x *DeviceMetric) walk(w *walker) {
 
 func (x *DeviceMetric) walkID() string { return x.ID }
 
+func (x *DeviceMetric) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Unit)
+	refsOne(r, x.Source)
+	refsOne(r, x.Parent)
+	refsOne(r, x.OperationalStatus)
+	refsOne(r, x.Color)
+	refsOne(r, x.Category)
+	refsOne(r, x.MeasurementPeriod)
+	refsMany(r, x.Calibration)
+}
+
 func (x *DeviceMetric) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -356,6 +376,14 @@ func (x *DeviceMetricCalibration) walk(w *walker) {
 }
 
 func (x *DeviceMetricCalibration) walkID() string { return x.ID }
+
+func (x *DeviceMetricCalibration) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.State)
+	refsOne(r, x.Time)
+}
 
 func (x *DeviceMetricCalibration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -270,6 +270,43 @@ func (x *DeviceRequest) walk(w *walker) {
 
 func (x *DeviceRequest) walkID() string { return x.ID }
 
+func (x *DeviceRequest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PriorRequest)
+	refsOne(r, x.GroupIdentifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Intent)
+	refsOne(r, x.Priority)
+	refsOne(r, x.CodeReference)
+	refsOne(r, x.CodeCodeableConcept)
+	refsMany(r, x.Parameter)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.OccurrenceTiming)
+	refsOne(r, x.AuthoredOn)
+	refsOne(r, x.Requester)
+	refsOne(r, x.PerformerType)
+	refsOne(r, x.Performer)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Insurance)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.Note)
+	refsMany(r, x.RelevantHistory)
+}
+
 func (x *DeviceRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -561,6 +598,16 @@ func (x *DeviceRequestParameter) walk(w *walker) {
 }
 
 func (x *DeviceRequestParameter) walkID() string { return x.ID }
+
+func (x *DeviceRequestParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueBoolean)
+}
 
 func (x *DeviceRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -190,6 +190,31 @@ func (x *DeviceUseStatement) walk(w *walker) {
 
 func (x *DeviceUseStatement) walkID() string { return x.ID }
 
+func (x *DeviceUseStatement) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsOne(r, x.Status)
+	refsOne(r, x.Subject)
+	refsMany(r, x.DerivedFrom)
+	refsOne(r, x.TimingTiming)
+	refsOne(r, x.TimingPeriod)
+	refsOne(r, x.TimingDateTime)
+	refsOne(r, x.RecordedOn)
+	refsOne(r, x.Source)
+	refsOne(r, x.Device)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsOne(r, x.BodySite)
+	refsMany(r, x.Note)
+}
+
 func (x *DeviceUseStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -216,6 +216,35 @@ func (x *DiagnosticReport) walk(w *walker) {
 
 func (x *DiagnosticReport) walkID() string { return x.ID }
 
+func (x *DiagnosticReport) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsOne(r, x.Status)
+	refsMany(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.EffectiveDateTime)
+	refsOne(r, x.EffectivePeriod)
+	refsOne(r, x.Issued)
+	refsMany(r, x.Performer)
+	refsMany(r, x.ResultsInterpreter)
+	refsMany(r, x.Specimen)
+	refsMany(r, x.Result)
+	refsMany(r, x.ImagingStudy)
+	refsMany(r, x.Media)
+	refsOne(r, x.Conclusion)
+	refsMany(r, x.ConclusionCode)
+	refsMany(r, x.PresentedForm)
+}
+
 func (x *DiagnosticReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -446,6 +475,13 @@ func (x *DiagnosticReportMedia) walk(w *walker) {
 }
 
 func (x *DiagnosticReportMedia) walkID() string { return x.ID }
+
+func (x *DiagnosticReportMedia) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Comment)
+	refsOne(r, x.Link)
+}
 
 func (x *DiagnosticReportMedia) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -174,6 +174,28 @@ func (x *DocumentManifest) walk(w *walker) {
 
 func (x *DocumentManifest) walkID() string { return x.ID }
 
+func (x *DocumentManifest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.MasterIdentifier)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Created)
+	refsMany(r, x.Author)
+	refsMany(r, x.Recipient)
+	refsOne(r, x.Source)
+	refsOne(r, x.Description)
+	refsMany(r, x.Content)
+	refsMany(r, x.Related)
+}
+
 func (x *DocumentManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -367,6 +389,13 @@ func (x *DocumentManifestRelated) walk(w *walker) {
 }
 
 func (x *DocumentManifestRelated) walkID() string { return x.ID }
+
+func (x *DocumentManifestRelated) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Ref)
+}
 
 func (x *DocumentManifestRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -198,6 +198,32 @@ func (x *DocumentReference) walk(w *walker) {
 
 func (x *DocumentReference) walkID() string { return x.ID }
 
+func (x *DocumentReference) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.MasterIdentifier)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.DocStatus)
+	refsOne(r, x.Type)
+	refsMany(r, x.Category)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Date)
+	refsMany(r, x.Author)
+	refsOne(r, x.Authenticator)
+	refsOne(r, x.Custodian)
+	refsMany(r, x.RelatesTo)
+	refsOne(r, x.Description)
+	refsMany(r, x.SecurityLabel)
+	refsMany(r, x.Content)
+	refsOne(r, x.Context)
+}
+
 func (x *DocumentReference) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -410,6 +436,13 @@ func (x *DocumentReferenceRelatesTo) walk(w *walker) {
 
 func (x *DocumentReferenceRelatesTo) walkID() string { return x.ID }
 
+func (x *DocumentReferenceRelatesTo) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Target)
+}
+
 func (x *DocumentReferenceRelatesTo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -535,6 +568,13 @@ func (x *DocumentReferenceContent) walk(w *walker) {
 }
 
 func (x *DocumentReferenceContent) walkID() string { return x.ID }
+
+func (x *DocumentReferenceContent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Attachment)
+	refsOne(r, x.Format)
+}
 
 func (x *DocumentReferenceContent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -690,6 +730,18 @@ func (x *DocumentReferenceContext) walk(w *walker) {
 }
 
 func (x *DocumentReferenceContext) walkID() string { return x.ID }
+
+func (x *DocumentReferenceContext) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Encounter)
+	refsMany(r, x.Event)
+	refsOne(r, x.Period)
+	refsOne(r, x.FacilityType)
+	refsOne(r, x.PracticeSetting)
+	refsOne(r, x.SourcePatientInfo)
+	refsMany(r, x.Related)
+}
 
 func (x *DocumentReferenceContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -314,6 +314,49 @@ func (x *EffectEvidenceSynthesis) walk(w *walker) {
 
 func (x *EffectEvidenceSynthesis) walkID() string { return x.ID }
 
+func (x *EffectEvidenceSynthesis) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.Note)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsOne(r, x.SynthesisType)
+	refsOne(r, x.StudyType)
+	refsOne(r, x.Population)
+	refsOne(r, x.Exposure)
+	refsOne(r, x.ExposureAlternative)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.SampleSize)
+	refsMany(r, x.ResultsByExposure)
+	refsMany(r, x.EffectEstimate)
+	refsMany(r, x.Certainty)
+}
+
 func (x *EffectEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -611,6 +654,14 @@ func (x *EffectEvidenceSynthesisSampleSize) walk(w *walker) {
 
 func (x *EffectEvidenceSynthesisSampleSize) walkID() string { return x.ID }
 
+func (x *EffectEvidenceSynthesisSampleSize) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.NumberOfStudies)
+	refsOne(r, x.NumberOfParticipants)
+}
+
 func (x *EffectEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -758,6 +809,15 @@ func (x *EffectEvidenceSynthesisResultsByExposure) walk(w *walker) {
 }
 
 func (x *EffectEvidenceSynthesisResultsByExposure) walkID() string { return x.ID }
+
+func (x *EffectEvidenceSynthesisResultsByExposure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.ExposureState)
+	refsOne(r, x.VariantState)
+	refsOne(r, x.RiskEvidenceSynthesis)
+}
 
 func (x *EffectEvidenceSynthesisResultsByExposure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -922,6 +982,17 @@ func (x *EffectEvidenceSynthesisEffectEstimate) walk(w *walker) {
 
 func (x *EffectEvidenceSynthesisEffectEstimate) walkID() string { return x.ID }
 
+func (x *EffectEvidenceSynthesisEffectEstimate) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Type)
+	refsOne(r, x.VariantState)
+	refsOne(r, x.Value)
+	refsOne(r, x.UnitOfMeasure)
+	refsMany(r, x.PrecisionEstimate)
+}
+
 func (x *EffectEvidenceSynthesisEffectEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1083,6 +1154,15 @@ func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walk(w *walker)
 
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) walkID() string { return x.ID }
 
+func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Level)
+	refsOne(r, x.From)
+	refsOne(r, x.To)
+}
+
 func (x *EffectEvidenceSynthesisEffectEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1225,6 +1305,14 @@ func (x *EffectEvidenceSynthesisCertainty) walk(w *walker) {
 
 func (x *EffectEvidenceSynthesisCertainty) walkID() string { return x.ID }
 
+func (x *EffectEvidenceSynthesisCertainty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Rating)
+	refsMany(r, x.Note)
+	refsMany(r, x.CertaintySubcomponent)
+}
+
 func (x *EffectEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1359,6 +1447,14 @@ func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) 
 }
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) walkID() string { return x.ID }
+
+func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Rating)
+	refsMany(r, x.Note)
+}
 
 func (x *EffectEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

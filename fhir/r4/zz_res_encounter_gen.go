@@ -234,6 +234,39 @@ func (x *Encounter) walk(w *walker) {
 
 func (x *Encounter) walkID() string { return x.ID }
 
+func (x *Encounter) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.StatusHistory)
+	refsOne(r, x.Class)
+	refsMany(r, x.ClassHistory)
+	refsMany(r, x.Type)
+	refsOne(r, x.ServiceType)
+	refsOne(r, x.Priority)
+	refsOne(r, x.Subject)
+	refsMany(r, x.EpisodeOfCare)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.Participant)
+	refsMany(r, x.Appointment)
+	refsOne(r, x.Period)
+	refsOne(r, x.Length)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Diagnosis)
+	refsMany(r, x.Account)
+	refsOne(r, x.Hospitalization)
+	refsMany(r, x.Location)
+	refsOne(r, x.ServiceProvider)
+	refsOne(r, x.PartOf)
+}
+
 func (x *Encounter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -471,6 +504,13 @@ func (x *EncounterStatusHistory) walk(w *walker) {
 
 func (x *EncounterStatusHistory) walkID() string { return x.ID }
 
+func (x *EncounterStatusHistory) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Status)
+	refsOne(r, x.Period)
+}
+
 func (x *EncounterStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -596,6 +636,13 @@ func (x *EncounterClassHistory) walk(w *walker) {
 }
 
 func (x *EncounterClassHistory) walkID() string { return x.ID }
+
+func (x *EncounterClassHistory) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Class)
+	refsOne(r, x.Period)
+}
 
 func (x *EncounterClassHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -727,6 +774,14 @@ func (x *EncounterParticipant) walk(w *walker) {
 }
 
 func (x *EncounterParticipant) walkID() string { return x.ID }
+
+func (x *EncounterParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Type)
+	refsOne(r, x.Period)
+	refsOne(r, x.Individual)
+}
 
 func (x *EncounterParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -864,6 +919,14 @@ func (x *EncounterDiagnosis) walk(w *walker) {
 }
 
 func (x *EncounterDiagnosis) walkID() string { return x.ID }
+
+func (x *EncounterDiagnosis) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Condition)
+	refsOne(r, x.Use)
+	refsOne(r, x.Rank)
+}
 
 func (x *EncounterDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1037,6 +1100,20 @@ func (x *EncounterHospitalization) walk(w *walker) {
 
 func (x *EncounterHospitalization) walkID() string { return x.ID }
 
+func (x *EncounterHospitalization) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.PreAdmissionIdentifier)
+	refsOne(r, x.Origin)
+	refsOne(r, x.AdmitSource)
+	refsOne(r, x.ReAdmission)
+	refsMany(r, x.DietPreference)
+	refsMany(r, x.SpecialCourtesy)
+	refsMany(r, x.SpecialArrangement)
+	refsOne(r, x.Destination)
+	refsOne(r, x.DischargeDisposition)
+}
+
 func (x *EncounterHospitalization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1203,6 +1280,15 @@ func (x *EncounterLocation) walk(w *walker) {
 }
 
 func (x *EncounterLocation) walkID() string { return x.ID }
+
+func (x *EncounterLocation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Location)
+	refsOne(r, x.Status)
+	refsOne(r, x.PhysicalType)
+	refsOne(r, x.Period)
+}
 
 func (x *EncounterLocation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -170,6 +170,27 @@ func (x *Endpoint) walk(w *walker) {
 
 func (x *Endpoint) walkID() string { return x.ID }
 
+func (x *Endpoint) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.ConnectionType)
+	refsOne(r, x.Name)
+	refsOne(r, x.ManagingOrganization)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Period)
+	refsMany(r, x.PayloadType)
+	refsMany(r, x.PayloadMimeType)
+	refsOne(r, x.Address)
+	refsMany(r, x.Header)
+}
+
 func (x *Endpoint) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -140,6 +140,23 @@ func (x *EnrollmentRequest) walk(w *walker) {
 
 func (x *EnrollmentRequest) walkID() string { return x.ID }
 
+func (x *EnrollmentRequest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Created)
+	refsOne(r, x.Insurer)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Candidate)
+	refsOne(r, x.Coverage)
+}
+
 func (x *EnrollmentRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -150,6 +150,24 @@ func (x *EnrollmentResponse) walk(w *walker) {
 
 func (x *EnrollmentResponse) walkID() string { return x.ID }
 
+func (x *EnrollmentResponse) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Request)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.Disposition)
+	refsOne(r, x.Created)
+	refsOne(r, x.Organization)
+	refsOne(r, x.RequestProvider)
+}
+
 func (x *EnrollmentResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

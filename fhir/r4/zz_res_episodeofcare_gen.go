@@ -168,6 +168,28 @@ func (x *EpisodeOfCare) walk(w *walker) {
 
 func (x *EpisodeOfCare) walkID() string { return x.ID }
 
+func (x *EpisodeOfCare) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.StatusHistory)
+	refsMany(r, x.Type)
+	refsMany(r, x.Diagnosis)
+	refsOne(r, x.Patient)
+	refsOne(r, x.ManagingOrganization)
+	refsOne(r, x.Period)
+	refsMany(r, x.ReferralRequest)
+	refsOne(r, x.CareManager)
+	refsMany(r, x.Team)
+	refsMany(r, x.Account)
+}
+
 func (x *EpisodeOfCare) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -361,6 +383,13 @@ func (x *EpisodeOfCareStatusHistory) walk(w *walker) {
 
 func (x *EpisodeOfCareStatusHistory) walkID() string { return x.ID }
 
+func (x *EpisodeOfCareStatusHistory) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Status)
+	refsOne(r, x.Period)
+}
+
 func (x *EpisodeOfCareStatusHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -494,6 +523,14 @@ func (x *EpisodeOfCareDiagnosis) walk(w *walker) {
 }
 
 func (x *EpisodeOfCareDiagnosis) walkID() string { return x.ID }
+
+func (x *EpisodeOfCareDiagnosis) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Condition)
+	refsOne(r, x.Role)
+	refsOne(r, x.Rank)
+}
 
 func (x *EpisodeOfCareDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

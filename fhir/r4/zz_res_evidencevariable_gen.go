@@ -284,6 +284,43 @@ func (x *EvidenceVariable) walk(w *walker) {
 
 func (x *EvidenceVariable) walkID() string { return x.ID }
 
+func (x *EvidenceVariable) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.ShortTitle)
+	refsOne(r, x.Subtitle)
+	refsOne(r, x.Status)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.Note)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsOne(r, x.Type)
+	refsMany(r, x.Characteristic)
+}
+
 func (x *EvidenceVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -635,6 +672,26 @@ func (x *EvidenceVariableCharacteristic) walk(w *walker) {
 }
 
 func (x *EvidenceVariableCharacteristic) walkID() string { return x.ID }
+
+func (x *EvidenceVariableCharacteristic) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.DefinitionReference)
+	refsOne(r, x.DefinitionCanonical)
+	refsOne(r, x.DefinitionCodeableConcept)
+	refsOne(r, x.DefinitionExpression)
+	refsOne(r, x.DefinitionDataRequirement)
+	refsOne(r, x.DefinitionTriggerDefinition)
+	refsMany(r, x.UsageContext)
+	refsOne(r, x.Exclude)
+	refsOne(r, x.ParticipantEffectiveDateTime)
+	refsOne(r, x.ParticipantEffectivePeriod)
+	refsOne(r, x.ParticipantEffectiveDuration)
+	refsOne(r, x.ParticipantEffectiveTiming)
+	refsOne(r, x.TimeFromStart)
+	refsOne(r, x.GroupMeasure)
+}
 
 func (x *EvidenceVariableCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

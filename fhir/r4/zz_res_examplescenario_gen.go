@@ -216,6 +216,33 @@ func (x *ExampleScenario) walk(w *walker) {
 
 func (x *ExampleScenario) walkID() string { return x.ID }
 
+func (x *ExampleScenario) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.Purpose)
+	refsMany(r, x.Actor)
+	refsMany(r, x.Instance)
+	refsMany(r, x.Process)
+	refsMany(r, x.Workflow)
+}
+
 func (x *ExampleScenario) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -456,6 +483,15 @@ func (x *ExampleScenarioActor) walk(w *walker) {
 
 func (x *ExampleScenarioActor) walkID() string { return x.ID }
 
+func (x *ExampleScenarioActor) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ActorID)
+	refsOne(r, x.Type)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+}
+
 func (x *ExampleScenarioActor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -625,6 +661,17 @@ func (x *ExampleScenarioInstance) walk(w *walker) {
 
 func (x *ExampleScenarioInstance) walkID() string { return x.ID }
 
+func (x *ExampleScenarioInstance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ResourceID)
+	refsOne(r, x.ResourceType)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsMany(r, x.Version)
+	refsMany(r, x.ContainedInstance)
+}
+
 func (x *ExampleScenarioInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -774,6 +821,13 @@ func (x *ExampleScenarioInstanceVersion) walk(w *walker) {
 
 func (x *ExampleScenarioInstanceVersion) walkID() string { return x.ID }
 
+func (x *ExampleScenarioInstanceVersion) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.VersionID)
+	refsOne(r, x.Description)
+}
+
 func (x *ExampleScenarioInstanceVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -904,6 +958,13 @@ func (x *ExampleScenarioInstanceContainedInstance) walk(w *walker) {
 }
 
 func (x *ExampleScenarioInstanceContainedInstance) walkID() string { return x.ID }
+
+func (x *ExampleScenarioInstanceContainedInstance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ResourceID)
+	refsOne(r, x.VersionID)
+}
 
 func (x *ExampleScenarioInstanceContainedInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1057,6 +1118,16 @@ func (x *ExampleScenarioProcess) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcess) walkID() string { return x.ID }
+
+func (x *ExampleScenarioProcess) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Title)
+	refsOne(r, x.Description)
+	refsOne(r, x.PreConditions)
+	refsOne(r, x.PostConditions)
+	refsMany(r, x.Step)
+}
 
 func (x *ExampleScenarioProcess) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1212,6 +1283,15 @@ func (x *ExampleScenarioProcessStep) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcessStep) walkID() string { return x.ID }
+
+func (x *ExampleScenarioProcessStep) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Process)
+	refsOne(r, x.Pause)
+	refsOne(r, x.Operation)
+	refsMany(r, x.Alternative)
+}
 
 func (x *ExampleScenarioProcessStep) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1411,6 +1491,21 @@ func (x *ExampleScenarioProcessStepOperation) walk(w *walker) {
 
 func (x *ExampleScenarioProcessStepOperation) walkID() string { return x.ID }
 
+func (x *ExampleScenarioProcessStepOperation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Number)
+	refsOne(r, x.Type)
+	refsOne(r, x.Name)
+	refsOne(r, x.Initiator)
+	refsOne(r, x.Receiver)
+	refsOne(r, x.Description)
+	refsOne(r, x.InitiatorActive)
+	refsOne(r, x.ReceiverActive)
+	refsOne(r, x.Request)
+	refsOne(r, x.Response)
+}
+
 func (x *ExampleScenarioProcessStepOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1585,6 +1680,14 @@ func (x *ExampleScenarioProcessStepAlternative) walk(w *walker) {
 }
 
 func (x *ExampleScenarioProcessStepAlternative) walkID() string { return x.ID }
+
+func (x *ExampleScenarioProcessStepAlternative) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Title)
+	refsOne(r, x.Description)
+	refsMany(r, x.Step)
+}
 
 func (x *ExampleScenarioProcessStepAlternative) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

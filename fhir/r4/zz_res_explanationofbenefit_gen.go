@@ -366,6 +366,59 @@ func (x *ExplanationOfBenefit) walk(w *walker) {
 
 func (x *ExplanationOfBenefit) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefit) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.SubType)
+	refsOne(r, x.Use)
+	refsOne(r, x.Patient)
+	refsOne(r, x.BillablePeriod)
+	refsOne(r, x.Created)
+	refsOne(r, x.Enterer)
+	refsOne(r, x.Insurer)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Priority)
+	refsOne(r, x.FundsReserveRequested)
+	refsOne(r, x.FundsReserve)
+	refsMany(r, x.Related)
+	refsOne(r, x.Prescription)
+	refsOne(r, x.OriginalPrescription)
+	refsOne(r, x.Payee)
+	refsOne(r, x.Referral)
+	refsOne(r, x.Facility)
+	refsOne(r, x.Claim)
+	refsOne(r, x.ClaimResponse)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.Disposition)
+	refsMany(r, x.PreAuthRef)
+	refsMany(r, x.PreAuthRefPeriod)
+	refsMany(r, x.CareTeam)
+	refsMany(r, x.SupportingInfo)
+	refsMany(r, x.Diagnosis)
+	refsMany(r, x.Procedure)
+	refsOne(r, x.Precedence)
+	refsMany(r, x.Insurance)
+	refsOne(r, x.Accident)
+	refsMany(r, x.Item)
+	refsMany(r, x.AddItem)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.Total)
+	refsOne(r, x.Payment)
+	refsOne(r, x.FormCode)
+	refsOne(r, x.Form)
+	refsMany(r, x.ProcessNote)
+	refsOne(r, x.BenefitPeriod)
+	refsMany(r, x.BenefitBalance)
+}
+
 func (x *ExplanationOfBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -693,6 +746,14 @@ func (x *ExplanationOfBenefitRelated) walk(w *walker) {
 
 func (x *ExplanationOfBenefitRelated) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitRelated) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Claim)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.Reference)
+}
+
 func (x *ExplanationOfBenefitRelated) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -821,6 +882,13 @@ func (x *ExplanationOfBenefitPayee) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitPayee) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitPayee) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Party)
+}
 
 func (x *ExplanationOfBenefitPayee) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -968,6 +1036,16 @@ func (x *ExplanationOfBenefitCareTeam) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitCareTeam) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitCareTeam) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Responsible)
+	refsOne(r, x.Role)
+	refsOne(r, x.Qualification)
+}
 
 func (x *ExplanationOfBenefitCareTeam) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1169,6 +1247,22 @@ func (x *ExplanationOfBenefitSupportingInfo) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitSupportingInfo) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitSupportingInfo) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.TimingDate)
+	refsOne(r, x.TimingPeriod)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.Reason)
+}
 
 func (x *ExplanationOfBenefitSupportingInfo) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1378,6 +1472,17 @@ func (x *ExplanationOfBenefitDiagnosis) walk(w *walker) {
 
 func (x *ExplanationOfBenefitDiagnosis) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitDiagnosis) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.DiagnosisCodeableConcept)
+	refsOne(r, x.DiagnosisReference)
+	refsMany(r, x.Type)
+	refsOne(r, x.OnAdmission)
+	refsOne(r, x.PackageCode)
+}
+
 func (x *ExplanationOfBenefitDiagnosis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1555,6 +1660,17 @@ func (x *ExplanationOfBenefitProcedure) walk(w *walker) {
 
 func (x *ExplanationOfBenefitProcedure) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitProcedure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsMany(r, x.Type)
+	refsOne(r, x.Date)
+	refsOne(r, x.ProcedureCodeableConcept)
+	refsOne(r, x.ProcedureReference)
+	refsMany(r, x.Udi)
+}
+
 func (x *ExplanationOfBenefitProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1715,6 +1831,14 @@ func (x *ExplanationOfBenefitInsurance) walk(w *walker) {
 
 func (x *ExplanationOfBenefitInsurance) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitInsurance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Focal)
+	refsOne(r, x.Coverage)
+	refsMany(r, x.PreAuthRef)
+}
+
 func (x *ExplanationOfBenefitInsurance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1859,6 +1983,15 @@ func (x *ExplanationOfBenefitAccident) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitAccident) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitAccident) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Date)
+	refsOne(r, x.Type)
+	refsOne(r, x.LocationAddress)
+	refsOne(r, x.LocationReference)
+}
 
 func (x *ExplanationOfBenefitAccident) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2161,6 +2294,37 @@ func (x *ExplanationOfBenefitItem) walk(w *walker) {
 
 func (x *ExplanationOfBenefitItem) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsMany(r, x.CareTeamSequence)
+	refsMany(r, x.DiagnosisSequence)
+	refsMany(r, x.ProcedureSequence)
+	refsMany(r, x.InformationSequence)
+	refsOne(r, x.Revenue)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.ServicedDate)
+	refsOne(r, x.ServicedPeriod)
+	refsOne(r, x.LocationCodeableConcept)
+	refsOne(r, x.LocationAddress)
+	refsOne(r, x.LocationReference)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.Udi)
+	refsOne(r, x.BodySite)
+	refsMany(r, x.SubSite)
+	refsMany(r, x.Encounter)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.Detail)
+}
+
 func (x *ExplanationOfBenefitItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2419,6 +2583,15 @@ func (x *ExplanationOfBenefitItemAdjudication) walk(w *walker) {
 
 func (x *ExplanationOfBenefitItemAdjudication) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitItemAdjudication) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Reason)
+	refsOne(r, x.Amount)
+	refsOne(r, x.Value)
+}
+
 func (x *ExplanationOfBenefitItemAdjudication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2630,6 +2803,25 @@ func (x *ExplanationOfBenefitItemDetail) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitItemDetail) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitItemDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Revenue)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.Udi)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.SubDetail)
+}
 
 func (x *ExplanationOfBenefitItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2878,6 +3070,24 @@ func (x *ExplanationOfBenefitItemDetailSubDetail) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitItemDetailSubDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Revenue)
+	refsOne(r, x.Category)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.Udi)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+}
 
 func (x *ExplanationOfBenefitItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -3177,6 +3387,32 @@ func (x *ExplanationOfBenefitAddItem) walk(w *walker) {
 
 func (x *ExplanationOfBenefitAddItem) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitAddItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.ItemSequence)
+	refsMany(r, x.DetailSequence)
+	refsMany(r, x.SubDetailSequence)
+	refsMany(r, x.Provider)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.ProgramCode)
+	refsOne(r, x.ServicedDate)
+	refsOne(r, x.ServicedPeriod)
+	refsOne(r, x.LocationCodeableConcept)
+	refsOne(r, x.LocationAddress)
+	refsOne(r, x.LocationReference)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsOne(r, x.BodySite)
+	refsMany(r, x.SubSite)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.Detail)
+}
+
 func (x *ExplanationOfBenefitAddItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3445,6 +3681,20 @@ func (x *ExplanationOfBenefitAddItemDetail) walk(w *walker) {
 
 func (x *ExplanationOfBenefitAddItemDetail) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitAddItemDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+	refsMany(r, x.SubDetail)
+}
+
 func (x *ExplanationOfBenefitAddItemDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3640,6 +3890,19 @@ func (x *ExplanationOfBenefitAddItemDetailSubDetail) walk(w *walker) {
 
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitAddItemDetailSubDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ProductOrService)
+	refsMany(r, x.Modifier)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.UnitPrice)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Net)
+	refsMany(r, x.NoteNumber)
+	refsMany(r, x.Adjudication)
+}
+
 func (x *ExplanationOfBenefitAddItemDetailSubDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3791,6 +4054,13 @@ func (x *ExplanationOfBenefitTotal) walk(w *walker) {
 
 func (x *ExplanationOfBenefitTotal) walkID() string { return x.ID }
 
+func (x *ExplanationOfBenefitTotal) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Amount)
+}
+
 func (x *ExplanationOfBenefitTotal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3941,6 +4211,17 @@ func (x *ExplanationOfBenefitPayment) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitPayment) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitPayment) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Adjustment)
+	refsOne(r, x.AdjustmentReason)
+	refsOne(r, x.Date)
+	refsOne(r, x.Amount)
+	refsOne(r, x.Identifier)
+}
 
 func (x *ExplanationOfBenefitPayment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4101,6 +4382,15 @@ func (x *ExplanationOfBenefitProcessNote) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitProcessNote) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitProcessNote) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Number)
+	refsOne(r, x.Type)
+	refsOne(r, x.Text)
+	refsOne(r, x.Language)
+}
 
 func (x *ExplanationOfBenefitProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4279,6 +4569,19 @@ func (x *ExplanationOfBenefitBenefitBalance) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitBenefitBalance) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitBenefitBalance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Excluded)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsOne(r, x.Network)
+	refsOne(r, x.Unit)
+	refsOne(r, x.Term)
+	refsMany(r, x.Financial)
+}
 
 func (x *ExplanationOfBenefitBenefitBalance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -4461,6 +4764,17 @@ func (x *ExplanationOfBenefitBenefitBalanceFinancial) walk(w *walker) {
 }
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) walkID() string { return x.ID }
+
+func (x *ExplanationOfBenefitBenefitBalanceFinancial) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.AllowedUnsignedInt)
+	refsOne(r, x.AllowedString)
+	refsOne(r, x.AllowedMoney)
+	refsOne(r, x.UsedUnsignedInt)
+	refsOne(r, x.UsedMoney)
+}
 
 func (x *ExplanationOfBenefitBenefitBalanceFinancial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

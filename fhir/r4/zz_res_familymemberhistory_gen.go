@@ -274,6 +274,42 @@ func (x *FamilyMemberHistory) walk(w *walker) {
 
 func (x *FamilyMemberHistory) walkID() string { return x.ID }
 
+func (x *FamilyMemberHistory) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsOne(r, x.Status)
+	refsOne(r, x.DataAbsentReason)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Date)
+	refsOne(r, x.Name)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.Sex)
+	refsOne(r, x.BornPeriod)
+	refsOne(r, x.BornDate)
+	refsOne(r, x.BornString)
+	refsOne(r, x.AgeAge)
+	refsOne(r, x.AgeRange)
+	refsOne(r, x.AgeString)
+	refsOne(r, x.EstimatedAge)
+	refsOne(r, x.DeceasedBoolean)
+	refsOne(r, x.DeceasedAge)
+	refsOne(r, x.DeceasedRange)
+	refsOne(r, x.DeceasedDate)
+	refsOne(r, x.DeceasedString)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Note)
+	refsMany(r, x.Condition)
+}
+
 func (x *FamilyMemberHistory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -597,6 +633,19 @@ func (x *FamilyMemberHistoryCondition) walk(w *walker) {
 }
 
 func (x *FamilyMemberHistoryCondition) walkID() string { return x.ID }
+
+func (x *FamilyMemberHistoryCondition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.ContributedToDeath)
+	refsOne(r, x.OnsetAge)
+	refsOne(r, x.OnsetRange)
+	refsOne(r, x.OnsetPeriod)
+	refsOne(r, x.OnsetString)
+	refsMany(r, x.Note)
+}
 
 func (x *FamilyMemberHistoryCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -144,6 +144,24 @@ func (x *Flag) walk(w *walker) {
 
 func (x *Flag) walkID() string { return x.ID }
 
+func (x *Flag) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Period)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Author)
+}
+
 func (x *Flag) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -204,6 +204,33 @@ func (x *Goal) walk(w *walker) {
 
 func (x *Goal) walkID() string { return x.ID }
 
+func (x *Goal) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.LifecycleStatus)
+	refsOne(r, x.AchievementStatus)
+	refsMany(r, x.Category)
+	refsOne(r, x.Priority)
+	refsOne(r, x.Description)
+	refsOne(r, x.Subject)
+	refsOne(r, x.StartDate)
+	refsOne(r, x.StartCodeableConcept)
+	refsMany(r, x.Target)
+	refsOne(r, x.StatusDate)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.ExpressedBy)
+	refsMany(r, x.Addresses)
+	refsMany(r, x.Note)
+	refsMany(r, x.OutcomeCode)
+	refsMany(r, x.OutcomeReference)
+}
+
 func (x *Goal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -480,6 +507,21 @@ func (x *GoalTarget) walk(w *walker) {
 }
 
 func (x *GoalTarget) walkID() string { return x.ID }
+
+func (x *GoalTarget) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Measure)
+	refsOne(r, x.DetailQuantity)
+	refsOne(r, x.DetailRange)
+	refsOne(r, x.DetailCodeableConcept)
+	refsOne(r, x.DetailString)
+	refsOne(r, x.DetailBoolean)
+	refsOne(r, x.DetailInteger)
+	refsOne(r, x.DetailRatio)
+	refsOne(r, x.DueDate)
+	refsOne(r, x.DueDuration)
+}
 
 func (x *GoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -206,6 +206,31 @@ func (x *GraphDefinition) walk(w *walker) {
 
 func (x *GraphDefinition) walkID() string { return x.ID }
 
+func (x *GraphDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Start)
+	refsOne(r, x.Profile)
+	refsMany(r, x.Link)
+}
+
 func (x *GraphDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -453,6 +478,17 @@ func (x *GraphDefinitionLink) walk(w *walker) {
 
 func (x *GraphDefinitionLink) walkID() string { return x.ID }
 
+func (x *GraphDefinitionLink) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Path)
+	refsOne(r, x.SliceName)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+	refsOne(r, x.Description)
+	refsMany(r, x.Target)
+}
+
 func (x *GraphDefinitionLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -623,6 +659,16 @@ func (x *GraphDefinitionLinkTarget) walk(w *walker) {
 
 func (x *GraphDefinitionLinkTarget) walkID() string { return x.ID }
 
+func (x *GraphDefinitionLinkTarget) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Params)
+	refsOne(r, x.Profile)
+	refsMany(r, x.Compartment)
+	refsMany(r, x.Link)
+}
+
 func (x *GraphDefinitionLinkTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -790,6 +836,16 @@ func (x *GraphDefinitionLinkTargetCompartment) walk(w *walker) {
 }
 
 func (x *GraphDefinitionLinkTargetCompartment) walkID() string { return x.ID }
+
+func (x *GraphDefinitionLinkTargetCompartment) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Use)
+	refsOne(r, x.Code)
+	refsOne(r, x.Rule)
+	refsOne(r, x.Expression)
+	refsOne(r, x.Description)
+}
 
 func (x *GraphDefinitionLinkTargetCompartment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

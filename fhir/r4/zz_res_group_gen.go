@@ -164,6 +164,26 @@ func (x *Group) walk(w *walker) {
 
 func (x *Group) walkID() string { return x.ID }
 
+func (x *Group) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsOne(r, x.Type)
+	refsOne(r, x.Actual)
+	refsOne(r, x.Code)
+	refsOne(r, x.Name)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.ManagingEntity)
+	refsMany(r, x.Characteristic)
+	refsMany(r, x.Member)
+}
+
 func (x *Group) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -391,6 +411,19 @@ func (x *GroupCharacteristic) walk(w *walker) {
 
 func (x *GroupCharacteristic) walkID() string { return x.ID }
 
+func (x *GroupCharacteristic) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.Exclude)
+	refsOne(r, x.Period)
+}
+
 func (x *GroupCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -559,6 +592,14 @@ func (x *GroupMember) walk(w *walker) {
 }
 
 func (x *GroupMember) walkID() string { return x.ID }
+
+func (x *GroupMember) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Entity)
+	refsOne(r, x.Period)
+	refsOne(r, x.Inactive)
+}
 
 func (x *GroupMember) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

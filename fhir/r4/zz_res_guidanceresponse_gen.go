@@ -204,6 +204,33 @@ func (x *GuidanceResponse) walk(w *walker) {
 
 func (x *GuidanceResponse) walkID() string { return x.ID }
 
+func (x *GuidanceResponse) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.RequestIdentifier)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.ModuleURI)
+	refsOne(r, x.ModuleCanonical)
+	refsOne(r, x.ModuleCodeableConcept)
+	refsOne(r, x.Status)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.Performer)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Note)
+	refsMany(r, x.EvaluationMessage)
+	refsOne(r, x.OutputParameters)
+	refsOne(r, x.Result)
+	refsMany(r, x.DataRequirement)
+}
+
 func (x *GuidanceResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -250,6 +250,40 @@ func (x *HealthcareService) walk(w *walker) {
 
 func (x *HealthcareService) walkID() string { return x.ID }
 
+func (x *HealthcareService) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsOne(r, x.ProvidedBy)
+	refsMany(r, x.Category)
+	refsMany(r, x.Type)
+	refsMany(r, x.Specialty)
+	refsMany(r, x.Location)
+	refsOne(r, x.Name)
+	refsOne(r, x.Comment)
+	refsOne(r, x.ExtraDetails)
+	refsOne(r, x.Photo)
+	refsMany(r, x.Telecom)
+	refsMany(r, x.CoverageArea)
+	refsMany(r, x.ServiceProvisionCode)
+	refsMany(r, x.Eligibility)
+	refsMany(r, x.Program)
+	refsMany(r, x.Characteristic)
+	refsMany(r, x.Communication)
+	refsMany(r, x.ReferralMethod)
+	refsOne(r, x.AppointmentRequired)
+	refsMany(r, x.AvailableTime)
+	refsMany(r, x.NotAvailable)
+	refsOne(r, x.AvailabilityExceptions)
+	refsMany(r, x.Endpoint)
+}
+
 func (x *HealthcareService) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -496,6 +530,13 @@ func (x *HealthcareServiceEligibility) walk(w *walker) {
 
 func (x *HealthcareServiceEligibility) walkID() string { return x.ID }
 
+func (x *HealthcareServiceEligibility) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Comment)
+}
+
 func (x *HealthcareServiceEligibility) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -642,6 +683,15 @@ func (x *HealthcareServiceAvailableTime) walk(w *walker) {
 
 func (x *HealthcareServiceAvailableTime) walkID() string { return x.ID }
 
+func (x *HealthcareServiceAvailableTime) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.DaysOfWeek)
+	refsOne(r, x.AllDay)
+	refsOne(r, x.AvailableStartTime)
+	refsOne(r, x.AvailableEndTime)
+}
+
 func (x *HealthcareServiceAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -780,6 +830,13 @@ func (x *HealthcareServiceNotAvailable) walk(w *walker) {
 }
 
 func (x *HealthcareServiceNotAvailable) walkID() string { return x.ID }
+
+func (x *HealthcareServiceNotAvailable) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.During)
+}
 
 func (x *HealthcareServiceNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -224,6 +224,36 @@ func (x *ImagingStudy) walk(w *walker) {
 
 func (x *ImagingStudy) walkID() string { return x.ID }
 
+func (x *ImagingStudy) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.Modality)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Started)
+	refsMany(r, x.BasedOn)
+	refsOne(r, x.Referrer)
+	refsMany(r, x.Interpreter)
+	refsMany(r, x.Endpoint)
+	refsOne(r, x.NumberOfSeries)
+	refsOne(r, x.NumberOfInstances)
+	refsOne(r, x.ProcedureReference)
+	refsMany(r, x.ProcedureCode)
+	refsOne(r, x.Location)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Note)
+	refsOne(r, x.Description)
+	refsMany(r, x.Series)
+}
+
 func (x *ImagingStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -521,6 +551,23 @@ func (x *ImagingStudySeries) walk(w *walker) {
 
 func (x *ImagingStudySeries) walkID() string { return x.ID }
 
+func (x *ImagingStudySeries) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Uid)
+	refsOne(r, x.Number)
+	refsOne(r, x.Modality)
+	refsOne(r, x.Description)
+	refsOne(r, x.NumberOfInstances)
+	refsMany(r, x.Endpoint)
+	refsOne(r, x.BodySite)
+	refsOne(r, x.Laterality)
+	refsMany(r, x.Specimen)
+	refsOne(r, x.Started)
+	refsMany(r, x.Performer)
+	refsMany(r, x.Instance)
+}
+
 func (x *ImagingStudySeries) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -691,6 +738,13 @@ func (x *ImagingStudySeriesPerformer) walk(w *walker) {
 
 func (x *ImagingStudySeriesPerformer) walkID() string { return x.ID }
 
+func (x *ImagingStudySeriesPerformer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Function)
+	refsOne(r, x.Actor)
+}
+
 func (x *ImagingStudySeriesPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -833,6 +887,15 @@ func (x *ImagingStudySeriesInstance) walk(w *walker) {
 }
 
 func (x *ImagingStudySeriesInstance) walkID() string { return x.ID }
+
+func (x *ImagingStudySeriesInstance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Uid)
+	refsOne(r, x.SopClass)
+	refsOne(r, x.Number)
+	refsOne(r, x.Title)
+}
 
 func (x *ImagingStudySeriesInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

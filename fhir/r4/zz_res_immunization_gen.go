@@ -284,6 +284,45 @@ func (x *Immunization) walk(w *walker) {
 
 func (x *Immunization) walkID() string { return x.ID }
 
+func (x *Immunization) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.VaccineCode)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrenceString)
+	refsOne(r, x.Recorded)
+	refsOne(r, x.PrimarySource)
+	refsOne(r, x.ReportOrigin)
+	refsOne(r, x.Location)
+	refsOne(r, x.Manufacturer)
+	refsOne(r, x.LotNumber)
+	refsOne(r, x.ExpirationDate)
+	refsOne(r, x.Site)
+	refsOne(r, x.Route)
+	refsOne(r, x.DoseQuantity)
+	refsMany(r, x.Performer)
+	refsMany(r, x.Note)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsOne(r, x.IsSubpotent)
+	refsMany(r, x.SubpotentReason)
+	refsMany(r, x.Education)
+	refsMany(r, x.ProgramEligibility)
+	refsOne(r, x.FundingSource)
+	refsMany(r, x.Reaction)
+	refsMany(r, x.ProtocolApplied)
+}
+
 func (x *Immunization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -557,6 +596,13 @@ func (x *ImmunizationPerformer) walk(w *walker) {
 
 func (x *ImmunizationPerformer) walkID() string { return x.ID }
 
+func (x *ImmunizationPerformer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Function)
+	refsOne(r, x.Actor)
+}
+
 func (x *ImmunizationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -701,6 +747,15 @@ func (x *ImmunizationEducation) walk(w *walker) {
 }
 
 func (x *ImmunizationEducation) walkID() string { return x.ID }
+
+func (x *ImmunizationEducation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DocumentType)
+	refsOne(r, x.Reference)
+	refsOne(r, x.PublicationDate)
+	refsOne(r, x.PresentationDate)
+}
 
 func (x *ImmunizationEducation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -848,6 +903,14 @@ func (x *ImmunizationReaction) walk(w *walker) {
 }
 
 func (x *ImmunizationReaction) walkID() string { return x.ID }
+
+func (x *ImmunizationReaction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Date)
+	refsOne(r, x.Detail)
+	refsOne(r, x.Reported)
+}
 
 func (x *ImmunizationReaction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1019,6 +1082,18 @@ func (x *ImmunizationProtocolApplied) walk(w *walker) {
 }
 
 func (x *ImmunizationProtocolApplied) walkID() string { return x.ID }
+
+func (x *ImmunizationProtocolApplied) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Series)
+	refsOne(r, x.Authority)
+	refsMany(r, x.TargetDisease)
+	refsOne(r, x.DoseNumberPositiveInt)
+	refsOne(r, x.DoseNumberString)
+	refsOne(r, x.SeriesDosesPositiveInt)
+	refsOne(r, x.SeriesDosesString)
+}
 
 func (x *ImmunizationProtocolApplied) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -200,6 +200,31 @@ func (x *ImmunizationEvaluation) walk(w *walker) {
 
 func (x *ImmunizationEvaluation) walkID() string { return x.ID }
 
+func (x *ImmunizationEvaluation) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Date)
+	refsOne(r, x.Authority)
+	refsOne(r, x.TargetDisease)
+	refsOne(r, x.ImmunizationEvent)
+	refsOne(r, x.DoseStatus)
+	refsMany(r, x.DoseStatusReason)
+	refsOne(r, x.Description)
+	refsOne(r, x.Series)
+	refsOne(r, x.DoseNumberPositiveInt)
+	refsOne(r, x.DoseNumberString)
+	refsOne(r, x.SeriesDosesPositiveInt)
+	refsOne(r, x.SeriesDosesString)
+}
+
 func (x *ImmunizationEvaluation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

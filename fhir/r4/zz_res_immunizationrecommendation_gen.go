@@ -126,6 +126,21 @@ func (x *ImmunizationRecommendation) walk(w *walker) {
 
 func (x *ImmunizationRecommendation) walkID() string { return x.ID }
 
+func (x *ImmunizationRecommendation) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Date)
+	refsOne(r, x.Authority)
+	refsMany(r, x.Recommendation)
+}
+
 func (x *ImmunizationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -373,6 +388,25 @@ func (x *ImmunizationRecommendationRecommendation) walk(w *walker) {
 
 func (x *ImmunizationRecommendationRecommendation) walkID() string { return x.ID }
 
+func (x *ImmunizationRecommendationRecommendation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.VaccineCode)
+	refsOne(r, x.TargetDisease)
+	refsMany(r, x.ContraindicatedVaccineCode)
+	refsOne(r, x.ForecastStatus)
+	refsMany(r, x.ForecastReason)
+	refsMany(r, x.DateCriterion)
+	refsOne(r, x.Description)
+	refsOne(r, x.Series)
+	refsOne(r, x.DoseNumberPositiveInt)
+	refsOne(r, x.DoseNumberString)
+	refsOne(r, x.SeriesDosesPositiveInt)
+	refsOne(r, x.SeriesDosesString)
+	refsMany(r, x.SupportingImmunization)
+	refsMany(r, x.SupportingPatientInformation)
+}
+
 func (x *ImmunizationRecommendationRecommendation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -567,6 +601,13 @@ func (x *ImmunizationRecommendationRecommendationDateCriterion) walk(w *walker) 
 }
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) walkID() string { return x.ID }
+
+func (x *ImmunizationRecommendationRecommendationDateCriterion) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Value)
+}
 
 func (x *ImmunizationRecommendationRecommendationDateCriterion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

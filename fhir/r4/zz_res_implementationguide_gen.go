@@ -240,6 +240,36 @@ func (x *ImplementationGuide) walk(w *walker) {
 
 func (x *ImplementationGuide) walkID() string { return x.ID }
 
+func (x *ImplementationGuide) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.PackageID)
+	refsOne(r, x.License)
+	refsMany(r, x.FhirVersion)
+	refsMany(r, x.DependsOn)
+	refsMany(r, x.Global)
+	refsOne(r, x.Definition)
+	refsOne(r, x.Manifest)
+}
+
 func (x *ImplementationGuide) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -487,6 +517,14 @@ func (x *ImplementationGuideDependsOn) walk(w *walker) {
 
 func (x *ImplementationGuideDependsOn) walkID() string { return x.ID }
 
+func (x *ImplementationGuideDependsOn) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URI)
+	refsOne(r, x.PackageID)
+	refsOne(r, x.Version)
+}
+
 func (x *ImplementationGuideDependsOn) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -622,6 +660,13 @@ func (x *ImplementationGuideGlobal) walk(w *walker) {
 }
 
 func (x *ImplementationGuideGlobal) walkID() string { return x.ID }
+
+func (x *ImplementationGuideGlobal) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Profile)
+}
 
 func (x *ImplementationGuideGlobal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -768,6 +813,16 @@ func (x *ImplementationGuideDefinition) walk(w *walker) {
 
 func (x *ImplementationGuideDefinition) walkID() string { return x.ID }
 
+func (x *ImplementationGuideDefinition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Grouping)
+	refsMany(r, x.Resource)
+	refsOne(r, x.Page)
+	refsMany(r, x.Parameter)
+	refsMany(r, x.Template)
+}
+
 func (x *ImplementationGuideDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -908,6 +963,13 @@ func (x *ImplementationGuideDefinitionGrouping) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionGrouping) walkID() string { return x.ID }
+
+func (x *ImplementationGuideDefinitionGrouping) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+}
 
 func (x *ImplementationGuideDefinitionGrouping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1077,6 +1139,18 @@ func (x *ImplementationGuideDefinitionResource) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionResource) walkID() string { return x.ID }
+
+func (x *ImplementationGuideDefinitionResource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Reference)
+	refsMany(r, x.FhirVersion)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsOne(r, x.ExampleBoolean)
+	refsOne(r, x.ExampleCanonical)
+	refsOne(r, x.GroupingID)
+}
 
 func (x *ImplementationGuideDefinitionResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1260,6 +1334,16 @@ func (x *ImplementationGuideDefinitionPage) walk(w *walker) {
 
 func (x *ImplementationGuideDefinitionPage) walkID() string { return x.ID }
 
+func (x *ImplementationGuideDefinitionPage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.NameURL)
+	refsOne(r, x.NameReference)
+	refsOne(r, x.Title)
+	refsOne(r, x.Generation)
+	refsMany(r, x.Page)
+}
+
 func (x *ImplementationGuideDefinitionPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1411,6 +1495,13 @@ func (x *ImplementationGuideDefinitionParameter) walk(w *walker) {
 
 func (x *ImplementationGuideDefinitionParameter) walkID() string { return x.ID }
 
+func (x *ImplementationGuideDefinitionParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Value)
+}
+
 func (x *ImplementationGuideDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1549,6 +1640,14 @@ func (x *ImplementationGuideDefinitionTemplate) walk(w *walker) {
 }
 
 func (x *ImplementationGuideDefinitionTemplate) walkID() string { return x.ID }
+
+func (x *ImplementationGuideDefinitionTemplate) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Source)
+	refsOne(r, x.Scope)
+}
 
 func (x *ImplementationGuideDefinitionTemplate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1705,6 +1804,16 @@ func (x *ImplementationGuideManifest) walk(w *walker) {
 }
 
 func (x *ImplementationGuideManifest) walkID() string { return x.ID }
+
+func (x *ImplementationGuideManifest) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Rendering)
+	refsMany(r, x.Resource)
+	refsMany(r, x.Page)
+	refsMany(r, x.Image)
+	refsMany(r, x.Other)
+}
 
 func (x *ImplementationGuideManifest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1864,6 +1973,15 @@ func (x *ImplementationGuideManifestResource) walk(w *walker) {
 
 func (x *ImplementationGuideManifestResource) walkID() string { return x.ID }
 
+func (x *ImplementationGuideManifestResource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Reference)
+	refsOne(r, x.ExampleBoolean)
+	refsOne(r, x.ExampleCanonical)
+	refsOne(r, x.RelativePath)
+}
+
 func (x *ImplementationGuideManifestResource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2018,6 +2136,14 @@ func (x *ImplementationGuideManifestPage) walk(w *walker) {
 }
 
 func (x *ImplementationGuideManifestPage) walkID() string { return x.ID }
+
+func (x *ImplementationGuideManifestPage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsMany(r, x.Anchor)
+}
 
 func (x *ImplementationGuideManifestPage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

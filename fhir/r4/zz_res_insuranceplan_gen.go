@@ -184,6 +184,30 @@ func (x *InsurancePlan) walk(w *walker) {
 
 func (x *InsurancePlan) walkID() string { return x.ID }
 
+func (x *InsurancePlan) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.Type)
+	refsOne(r, x.Name)
+	refsMany(r, x.Alias)
+	refsOne(r, x.Period)
+	refsOne(r, x.OwnedBy)
+	refsOne(r, x.AdministeredBy)
+	refsMany(r, x.CoverageArea)
+	refsMany(r, x.Contact)
+	refsMany(r, x.Endpoint)
+	refsMany(r, x.Network)
+	refsMany(r, x.Coverage)
+	refsMany(r, x.Plan)
+}
+
 func (x *InsurancePlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -397,6 +421,15 @@ func (x *InsurancePlanContact) walk(w *walker) {
 
 func (x *InsurancePlanContact) walkID() string { return x.ID }
 
+func (x *InsurancePlanContact) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Address)
+}
+
 func (x *InsurancePlanContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -536,6 +569,14 @@ func (x *InsurancePlanCoverage) walk(w *walker) {
 
 func (x *InsurancePlanCoverage) walkID() string { return x.ID }
 
+func (x *InsurancePlanCoverage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Network)
+	refsMany(r, x.Benefit)
+}
+
 func (x *InsurancePlanCoverage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -673,6 +714,14 @@ func (x *InsurancePlanCoverageBenefit) walk(w *walker) {
 
 func (x *InsurancePlanCoverageBenefit) walkID() string { return x.ID }
 
+func (x *InsurancePlanCoverageBenefit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Requirement)
+	refsMany(r, x.Limit)
+}
+
 func (x *InsurancePlanCoverageBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -802,6 +851,13 @@ func (x *InsurancePlanCoverageBenefitLimit) walk(w *walker) {
 }
 
 func (x *InsurancePlanCoverageBenefitLimit) walkID() string { return x.ID }
+
+func (x *InsurancePlanCoverageBenefitLimit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Value)
+	refsOne(r, x.Code)
+}
 
 func (x *InsurancePlanCoverageBenefitLimit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -951,6 +1007,17 @@ func (x *InsurancePlanPlan) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlan) walkID() string { return x.ID }
+
+func (x *InsurancePlanPlan) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsMany(r, x.CoverageArea)
+	refsMany(r, x.Network)
+	refsMany(r, x.GeneralCost)
+	refsMany(r, x.SpecificCost)
+}
 
 func (x *InsurancePlanPlan) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1109,6 +1176,15 @@ func (x *InsurancePlanPlanGeneralCost) walk(w *walker) {
 
 func (x *InsurancePlanPlanGeneralCost) walkID() string { return x.ID }
 
+func (x *InsurancePlanPlanGeneralCost) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.GroupSize)
+	refsOne(r, x.Cost)
+	refsOne(r, x.Comment)
+}
+
 func (x *InsurancePlanPlanGeneralCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1244,6 +1320,13 @@ func (x *InsurancePlanPlanSpecificCost) walk(w *walker) {
 
 func (x *InsurancePlanPlanSpecificCost) walkID() string { return x.ID }
 
+func (x *InsurancePlanPlanSpecificCost) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsMany(r, x.Benefit)
+}
+
 func (x *InsurancePlanPlanSpecificCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1368,6 +1451,13 @@ func (x *InsurancePlanPlanSpecificCostBenefit) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefit) walkID() string { return x.ID }
+
+func (x *InsurancePlanPlanSpecificCostBenefit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Cost)
+}
 
 func (x *InsurancePlanPlanSpecificCostBenefit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1505,6 +1595,15 @@ func (x *InsurancePlanPlanSpecificCostBenefitCost) walk(w *walker) {
 }
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) walkID() string { return x.ID }
+
+func (x *InsurancePlanPlanSpecificCostBenefitCost) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Applicability)
+	refsMany(r, x.Qualifiers)
+	refsOne(r, x.Value)
+}
 
 func (x *InsurancePlanPlanSpecificCostBenefitCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

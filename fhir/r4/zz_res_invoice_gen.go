@@ -198,6 +198,32 @@ func (x *Invoice) walk(w *walker) {
 
 func (x *Invoice) walkID() string { return x.ID }
 
+func (x *Invoice) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.CancelledReason)
+	refsOne(r, x.Type)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Recipient)
+	refsOne(r, x.Date)
+	refsMany(r, x.Participant)
+	refsOne(r, x.Issuer)
+	refsOne(r, x.Account)
+	refsMany(r, x.LineItem)
+	refsMany(r, x.TotalPriceComponent)
+	refsOne(r, x.TotalNet)
+	refsOne(r, x.TotalGross)
+	refsOne(r, x.PaymentTerms)
+	refsMany(r, x.Note)
+}
+
 func (x *Invoice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -408,6 +434,13 @@ func (x *InvoiceParticipant) walk(w *walker) {
 
 func (x *InvoiceParticipant) walkID() string { return x.ID }
 
+func (x *InvoiceParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Role)
+	refsOne(r, x.Actor)
+}
+
 func (x *InvoiceParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -546,6 +579,15 @@ func (x *InvoiceLineItem) walk(w *walker) {
 }
 
 func (x *InvoiceLineItem) walkID() string { return x.ID }
+
+func (x *InvoiceLineItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.ChargeItemReference)
+	refsOne(r, x.ChargeItemCodeableConcept)
+	refsMany(r, x.PriceComponent)
+}
 
 func (x *InvoiceLineItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -703,6 +745,15 @@ func (x *InvoiceLineItemPriceComponent) walk(w *walker) {
 }
 
 func (x *InvoiceLineItemPriceComponent) walkID() string { return x.ID }
+
+func (x *InvoiceLineItemPriceComponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Code)
+	refsOne(r, x.Factor)
+	refsOne(r, x.Amount)
+}
 
 func (x *InvoiceLineItemPriceComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

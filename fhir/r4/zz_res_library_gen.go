@@ -316,6 +316,48 @@ func (x *Library) walk(w *walker) {
 
 func (x *Library) walkID() string { return x.ID }
 
+func (x *Library) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Subtitle)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Type)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Usage)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsMany(r, x.Parameter)
+	refsMany(r, x.DataRequirement)
+	refsMany(r, x.Content)
+}
+
 func (x *Library) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

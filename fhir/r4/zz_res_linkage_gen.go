@@ -114,6 +114,19 @@ func (x *Linkage) walk(w *walker) {
 
 func (x *Linkage) walkID() string { return x.ID }
 
+func (x *Linkage) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Active)
+	refsOne(r, x.Author)
+	refsMany(r, x.Item)
+}
+
 func (x *Linkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -270,6 +283,13 @@ func (x *LinkageItem) walk(w *walker) {
 }
 
 func (x *LinkageItem) walkID() string { return x.ID }
+
+func (x *LinkageItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Resource)
+}
 
 func (x *LinkageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

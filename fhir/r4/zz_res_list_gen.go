@@ -180,6 +180,29 @@ func (x *List) walk(w *walker) {
 
 func (x *List) walkID() string { return x.ID }
 
+func (x *List) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Title)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Date)
+	refsOne(r, x.Source)
+	refsOne(r, x.OrderedBy)
+	refsMany(r, x.Note)
+	refsMany(r, x.Entry)
+	refsOne(r, x.EmptyReason)
+}
+
 func (x *List) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -393,6 +416,15 @@ func (x *ListEntry) walk(w *walker) {
 }
 
 func (x *ListEntry) walkID() string { return x.ID }
+
+func (x *ListEntry) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Flag)
+	refsOne(r, x.Deleted)
+	refsOne(r, x.Date)
+	refsOne(r, x.Item)
+}
 
 func (x *ListEntry) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -208,6 +208,33 @@ func (x *Location) walk(w *walker) {
 
 func (x *Location) walkID() string { return x.ID }
 
+func (x *Location) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.OperationalStatus)
+	refsOne(r, x.Name)
+	refsMany(r, x.Alias)
+	refsOne(r, x.Description)
+	refsOne(r, x.Mode)
+	refsMany(r, x.Type)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Address)
+	refsOne(r, x.PhysicalType)
+	refsOne(r, x.Position)
+	refsOne(r, x.ManagingOrganization)
+	refsOne(r, x.PartOf)
+	refsMany(r, x.HoursOfOperation)
+	refsOne(r, x.AvailabilityExceptions)
+	refsMany(r, x.Endpoint)
+}
+
 func (x *Location) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -436,6 +463,14 @@ func (x *LocationPosition) walk(w *walker) {
 
 func (x *LocationPosition) walkID() string { return x.ID }
 
+func (x *LocationPosition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Longitude)
+	refsOne(r, x.Latitude)
+	refsOne(r, x.Altitude)
+}
+
 func (x *LocationPosition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -587,6 +622,15 @@ func (x *LocationHoursOfOperation) walk(w *walker) {
 }
 
 func (x *LocationHoursOfOperation) walkID() string { return x.ID }
+
+func (x *LocationHoursOfOperation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.DaysOfWeek)
+	refsOne(r, x.AllDay)
+	refsOne(r, x.OpeningTime)
+	refsOne(r, x.ClosingTime)
+}
 
 func (x *LocationHoursOfOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

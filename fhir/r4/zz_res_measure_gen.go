@@ -392,6 +392,58 @@ func (x *Measure) walk(w *walker) {
 
 func (x *Measure) walkID() string { return x.ID }
 
+func (x *Measure) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Subtitle)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Usage)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsMany(r, x.Library)
+	refsOne(r, x.Disclaimer)
+	refsOne(r, x.Scoring)
+	refsOne(r, x.CompositeScoring)
+	refsMany(r, x.Type)
+	refsOne(r, x.RiskAdjustment)
+	refsOne(r, x.RateAggregation)
+	refsOne(r, x.Rationale)
+	refsOne(r, x.ClinicalRecommendationStatement)
+	refsOne(r, x.ImprovementNotation)
+	refsMany(r, x.Definition)
+	refsOne(r, x.Guidance)
+	refsMany(r, x.Group)
+	refsMany(r, x.SupplementalData)
+}
+
 func (x *Measure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -746,6 +798,15 @@ func (x *MeasureGroup) walk(w *walker) {
 
 func (x *MeasureGroup) walkID() string { return x.ID }
 
+func (x *MeasureGroup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsMany(r, x.Population)
+	refsMany(r, x.Stratifier)
+}
+
 func (x *MeasureGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -887,6 +948,14 @@ func (x *MeasureGroupPopulation) walk(w *walker) {
 }
 
 func (x *MeasureGroupPopulation) walkID() string { return x.ID }
+
+func (x *MeasureGroupPopulation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsOne(r, x.Criteria)
+}
 
 func (x *MeasureGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1032,6 +1101,15 @@ func (x *MeasureGroupStratifier) walk(w *walker) {
 
 func (x *MeasureGroupStratifier) walkID() string { return x.ID }
 
+func (x *MeasureGroupStratifier) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsOne(r, x.Criteria)
+	refsMany(r, x.Component)
+}
+
 func (x *MeasureGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1173,6 +1251,14 @@ func (x *MeasureGroupStratifierComponent) walk(w *walker) {
 }
 
 func (x *MeasureGroupStratifierComponent) walkID() string { return x.ID }
+
+func (x *MeasureGroupStratifierComponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsOne(r, x.Criteria)
+}
 
 func (x *MeasureGroupStratifierComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1317,6 +1403,15 @@ func (x *MeasureSupplementalData) walk(w *walker) {
 }
 
 func (x *MeasureSupplementalData) walkID() string { return x.ID }
+
+func (x *MeasureSupplementalData) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Usage)
+	refsOne(r, x.Description)
+	refsOne(r, x.Criteria)
+}
 
 func (x *MeasureSupplementalData) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

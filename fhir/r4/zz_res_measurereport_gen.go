@@ -168,6 +168,27 @@ func (x *MeasureReport) walk(w *walker) {
 
 func (x *MeasureReport) walkID() string { return x.ID }
 
+func (x *MeasureReport) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.Measure)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Date)
+	refsOne(r, x.Reporter)
+	refsOne(r, x.Period)
+	refsOne(r, x.ImprovementNotation)
+	refsMany(r, x.Group)
+	refsMany(r, x.EvaluatedResource)
+}
+
 func (x *MeasureReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -370,6 +391,15 @@ func (x *MeasureReportGroup) walk(w *walker) {
 
 func (x *MeasureReportGroup) walkID() string { return x.ID }
 
+func (x *MeasureReportGroup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Population)
+	refsOne(r, x.MeasureScore)
+	refsMany(r, x.Stratifier)
+}
+
 func (x *MeasureReportGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -511,6 +541,14 @@ func (x *MeasureReportGroupPopulation) walk(w *walker) {
 
 func (x *MeasureReportGroupPopulation) walkID() string { return x.ID }
 
+func (x *MeasureReportGroupPopulation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Count)
+	refsOne(r, x.SubjectResults)
+}
+
 func (x *MeasureReportGroupPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -640,6 +678,13 @@ func (x *MeasureReportGroupStratifier) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupStratifier) walkID() string { return x.ID }
+
+func (x *MeasureReportGroupStratifier) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Code)
+	refsMany(r, x.Stratum)
+}
 
 func (x *MeasureReportGroupStratifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -778,6 +823,15 @@ func (x *MeasureReportGroupStratifierStratum) walk(w *walker) {
 
 func (x *MeasureReportGroupStratifierStratum) walkID() string { return x.ID }
 
+func (x *MeasureReportGroupStratifierStratum) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Value)
+	refsMany(r, x.Component)
+	refsMany(r, x.Population)
+	refsOne(r, x.MeasureScore)
+}
+
 func (x *MeasureReportGroupStratifierStratum) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -911,6 +965,13 @@ func (x *MeasureReportGroupStratifierStratumComponent) walk(w *walker) {
 
 func (x *MeasureReportGroupStratifierStratumComponent) walkID() string { return x.ID }
 
+func (x *MeasureReportGroupStratifierStratumComponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Value)
+}
+
 func (x *MeasureReportGroupStratifierStratumComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1043,6 +1104,14 @@ func (x *MeasureReportGroupStratifierStratumPopulation) walk(w *walker) {
 }
 
 func (x *MeasureReportGroupStratifierStratumPopulation) walkID() string { return x.ID }
+
+func (x *MeasureReportGroupStratifierStratumPopulation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Count)
+	refsOne(r, x.SubjectResults)
+}
 
 func (x *MeasureReportGroupStratifierStratumPopulation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

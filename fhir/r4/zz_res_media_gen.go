@@ -248,6 +248,39 @@ func (x *Media) walk(w *walker) {
 
 func (x *Media) walkID() string { return x.ID }
 
+func (x *Media) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.Modality)
+	refsOne(r, x.View)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.CreatedDateTime)
+	refsOne(r, x.CreatedPeriod)
+	refsOne(r, x.Issued)
+	refsOne(r, x.Operator)
+	refsMany(r, x.ReasonCode)
+	refsOne(r, x.BodySite)
+	refsOne(r, x.DeviceName)
+	refsOne(r, x.Device)
+	refsOne(r, x.Height)
+	refsOne(r, x.Width)
+	refsOne(r, x.Frames)
+	refsOne(r, x.Duration)
+	refsOne(r, x.Content)
+	refsMany(r, x.Note)
+}
+
 func (x *Media) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

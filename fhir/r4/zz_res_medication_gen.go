@@ -144,6 +144,24 @@ func (x *Medication) walk(w *walker) {
 
 func (x *Medication) walkID() string { return x.ID }
 
+func (x *Medication) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Code)
+	refsOne(r, x.Status)
+	refsOne(r, x.Manufacturer)
+	refsOne(r, x.Form)
+	refsOne(r, x.Amount)
+	refsMany(r, x.Ingredient)
+	refsOne(r, x.Batch)
+}
+
 func (x *Medication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -333,6 +351,15 @@ func (x *MedicationIngredient) walk(w *walker) {
 
 func (x *MedicationIngredient) walkID() string { return x.ID }
 
+func (x *MedicationIngredient) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ItemCodeableConcept)
+	refsOne(r, x.ItemReference)
+	refsOne(r, x.IsActive)
+	refsOne(r, x.Strength)
+}
+
 func (x *MedicationIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -477,6 +504,13 @@ func (x *MedicationBatch) walk(w *walker) {
 }
 
 func (x *MedicationBatch) walkID() string { return x.ID }
+
+func (x *MedicationBatch) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.LotNumber)
+	refsOne(r, x.ExpirationDate)
+}
 
 func (x *MedicationBatch) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

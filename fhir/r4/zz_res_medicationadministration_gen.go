@@ -226,6 +226,37 @@ func (x *MedicationAdministration) walk(w *walker) {
 
 func (x *MedicationAdministration) walkID() string { return x.ID }
 
+func (x *MedicationAdministration) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.Instantiates)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsMany(r, x.StatusReason)
+	refsOne(r, x.Category)
+	refsOne(r, x.MedicationCodeableConcept)
+	refsOne(r, x.MedicationReference)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Context)
+	refsMany(r, x.SupportingInformation)
+	refsOne(r, x.EffectiveDateTime)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Performer)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsOne(r, x.Request)
+	refsMany(r, x.Device)
+	refsMany(r, x.Note)
+	refsOne(r, x.Dosage)
+	refsMany(r, x.EventHistory)
+}
+
 func (x *MedicationAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -469,6 +500,13 @@ func (x *MedicationAdministrationPerformer) walk(w *walker) {
 
 func (x *MedicationAdministrationPerformer) walkID() string { return x.ID }
 
+func (x *MedicationAdministrationPerformer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Function)
+	refsOne(r, x.Actor)
+}
+
 func (x *MedicationAdministrationPerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -625,6 +663,18 @@ func (x *MedicationAdministrationDosage) walk(w *walker) {
 }
 
 func (x *MedicationAdministrationDosage) walkID() string { return x.ID }
+
+func (x *MedicationAdministrationDosage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Text)
+	refsOne(r, x.Site)
+	refsOne(r, x.Route)
+	refsOne(r, x.Method)
+	refsOne(r, x.Dose)
+	refsOne(r, x.RateRatio)
+	refsOne(r, x.RateQuantity)
+}
 
 func (x *MedicationAdministrationDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

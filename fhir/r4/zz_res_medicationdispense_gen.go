@@ -256,6 +256,42 @@ func (x *MedicationDispense) walk(w *walker) {
 
 func (x *MedicationDispense) walkID() string { return x.ID }
 
+func (x *MedicationDispense) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReasonCodeableConcept)
+	refsOne(r, x.StatusReasonReference)
+	refsOne(r, x.Category)
+	refsOne(r, x.MedicationCodeableConcept)
+	refsOne(r, x.MedicationReference)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Context)
+	refsMany(r, x.SupportingInformation)
+	refsMany(r, x.Performer)
+	refsOne(r, x.Location)
+	refsMany(r, x.AuthorizingPrescription)
+	refsOne(r, x.Type)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.DaysSupply)
+	refsOne(r, x.WhenPrepared)
+	refsOne(r, x.WhenHandedOver)
+	refsOne(r, x.Destination)
+	refsMany(r, x.Receiver)
+	refsMany(r, x.Note)
+	refsMany(r, x.DosageInstruction)
+	refsOne(r, x.Substitution)
+	refsMany(r, x.DetectedIssue)
+	refsMany(r, x.EventHistory)
+}
+
 func (x *MedicationDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -519,6 +555,13 @@ func (x *MedicationDispensePerformer) walk(w *walker) {
 
 func (x *MedicationDispensePerformer) walkID() string { return x.ID }
 
+func (x *MedicationDispensePerformer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Function)
+	refsOne(r, x.Actor)
+}
+
 func (x *MedicationDispensePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -657,6 +700,15 @@ func (x *MedicationDispenseSubstitution) walk(w *walker) {
 }
 
 func (x *MedicationDispenseSubstitution) walkID() string { return x.ID }
+
+func (x *MedicationDispenseSubstitution) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.WasSubstituted)
+	refsOne(r, x.Type)
+	refsMany(r, x.Reason)
+	refsMany(r, x.ResponsibleParty)
+}
 
 func (x *MedicationDispenseSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -232,6 +232,38 @@ func (x *MedicationKnowledge) walk(w *walker) {
 
 func (x *MedicationKnowledge) walkID() string { return x.ID }
 
+func (x *MedicationKnowledge) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Status)
+	refsOne(r, x.Manufacturer)
+	refsOne(r, x.DoseForm)
+	refsOne(r, x.Amount)
+	refsMany(r, x.Synonym)
+	refsMany(r, x.RelatedMedicationKnowledge)
+	refsMany(r, x.AssociatedMedication)
+	refsMany(r, x.ProductType)
+	refsMany(r, x.Monograph)
+	refsMany(r, x.Ingredient)
+	refsOne(r, x.PreparationInstruction)
+	refsMany(r, x.IntendedRoute)
+	refsMany(r, x.Cost)
+	refsMany(r, x.MonitoringProgram)
+	refsMany(r, x.AdministrationGuidelines)
+	refsMany(r, x.MedicineClassification)
+	refsOne(r, x.Packaging)
+	refsMany(r, x.DrugCharacteristic)
+	refsMany(r, x.Contraindication)
+	refsMany(r, x.Regulatory)
+	refsMany(r, x.Kinetics)
+}
+
 func (x *MedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -465,6 +497,13 @@ func (x *MedicationKnowledgeRelatedMedicationKnowledge) walk(w *walker) {
 
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) walkID() string { return x.ID }
 
+func (x *MedicationKnowledgeRelatedMedicationKnowledge) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Reference)
+}
+
 func (x *MedicationKnowledgeRelatedMedicationKnowledge) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -589,6 +628,13 @@ func (x *MedicationKnowledgeMonograph) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeMonograph) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeMonograph) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Source)
+}
 
 func (x *MedicationKnowledgeMonograph) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -728,6 +774,15 @@ func (x *MedicationKnowledgeIngredient) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeIngredient) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeIngredient) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ItemCodeableConcept)
+	refsOne(r, x.ItemReference)
+	refsOne(r, x.IsActive)
+	refsOne(r, x.Strength)
+}
 
 func (x *MedicationKnowledgeIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -878,6 +933,14 @@ func (x *MedicationKnowledgeCost) walk(w *walker) {
 
 func (x *MedicationKnowledgeCost) walkID() string { return x.ID }
 
+func (x *MedicationKnowledgeCost) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Source)
+	refsOne(r, x.Cost)
+}
+
 func (x *MedicationKnowledgeCost) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1009,6 +1072,13 @@ func (x *MedicationKnowledgeMonitoringProgram) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeMonitoringProgram) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeMonitoringProgram) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Name)
+}
 
 func (x *MedicationKnowledgeMonitoringProgram) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1147,6 +1217,15 @@ func (x *MedicationKnowledgeAdministrationGuidelines) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelines) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeAdministrationGuidelines) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Dosage)
+	refsOne(r, x.IndicationCodeableConcept)
+	refsOne(r, x.IndicationReference)
+	refsMany(r, x.PatientCharacteristics)
+}
 
 func (x *MedicationKnowledgeAdministrationGuidelines) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1288,6 +1367,13 @@ func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walk(w *walker) {
 
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) walkID() string { return x.ID }
 
+func (x *MedicationKnowledgeAdministrationGuidelinesDosage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Dosage)
+}
+
 func (x *MedicationKnowledgeAdministrationGuidelinesDosage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1421,6 +1507,14 @@ func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walk
 
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) walkID() string {
 	return x.ID
+}
+
+func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.CharacteristicCodeableConcept)
+	refsOne(r, x.CharacteristicQuantity)
+	refsMany(r, x.Value)
 }
 
 func (x *MedicationKnowledgeAdministrationGuidelinesPatientCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
@@ -1560,6 +1654,13 @@ func (x *MedicationKnowledgeMedicineClassification) walk(w *walker) {
 
 func (x *MedicationKnowledgeMedicineClassification) walkID() string { return x.ID }
 
+func (x *MedicationKnowledgeMedicineClassification) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Classification)
+}
+
 func (x *MedicationKnowledgeMedicineClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1684,6 +1785,13 @@ func (x *MedicationKnowledgePackaging) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgePackaging) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgePackaging) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Quantity)
+}
 
 func (x *MedicationKnowledgePackaging) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1831,6 +1939,16 @@ func (x *MedicationKnowledgeDrugCharacteristic) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeDrugCharacteristic) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeDrugCharacteristic) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueBase64Binary)
+}
 
 func (x *MedicationKnowledgeDrugCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1992,6 +2110,15 @@ func (x *MedicationKnowledgeRegulatory) walk(w *walker) {
 
 func (x *MedicationKnowledgeRegulatory) walkID() string { return x.ID }
 
+func (x *MedicationKnowledgeRegulatory) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.RegulatoryAuthority)
+	refsMany(r, x.Substitution)
+	refsMany(r, x.Schedule)
+	refsOne(r, x.MaxDispense)
+}
+
 func (x *MedicationKnowledgeRegulatory) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2127,6 +2254,13 @@ func (x *MedicationKnowledgeRegulatorySubstitution) walk(w *walker) {
 
 func (x *MedicationKnowledgeRegulatorySubstitution) walkID() string { return x.ID }
 
+func (x *MedicationKnowledgeRegulatorySubstitution) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Allowed)
+}
+
 func (x *MedicationKnowledgeRegulatorySubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2246,6 +2380,12 @@ func (x *MedicationKnowledgeRegulatorySchedule) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRegulatorySchedule) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeRegulatorySchedule) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Schedule)
+}
 
 func (x *MedicationKnowledgeRegulatorySchedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2367,6 +2507,13 @@ func (x *MedicationKnowledgeRegulatoryMaxDispense) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeRegulatoryMaxDispense) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.Period)
+}
 
 func (x *MedicationKnowledgeRegulatoryMaxDispense) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2498,6 +2645,14 @@ func (x *MedicationKnowledgeKinetics) walk(w *walker) {
 }
 
 func (x *MedicationKnowledgeKinetics) walkID() string { return x.ID }
+
+func (x *MedicationKnowledgeKinetics) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.AreaUnderCurve)
+	refsMany(r, x.LethalDose50)
+	refsOne(r, x.HalfLifePeriod)
+}
 
 func (x *MedicationKnowledgeKinetics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -314,6 +314,50 @@ func (x *MedicationRequest) walk(w *walker) {
 
 func (x *MedicationRequest) walkID() string { return x.ID }
 
+func (x *MedicationRequest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.Intent)
+	refsMany(r, x.Category)
+	refsOne(r, x.Priority)
+	refsOne(r, x.DoNotPerform)
+	refsOne(r, x.ReportedBoolean)
+	refsOne(r, x.ReportedReference)
+	refsOne(r, x.MedicationCodeableConcept)
+	refsOne(r, x.MedicationReference)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsMany(r, x.SupportingInformation)
+	refsOne(r, x.AuthoredOn)
+	refsOne(r, x.Requester)
+	refsOne(r, x.Performer)
+	refsOne(r, x.PerformerType)
+	refsOne(r, x.Recorder)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsOne(r, x.GroupIdentifier)
+	refsOne(r, x.CourseOfTherapyType)
+	refsMany(r, x.Insurance)
+	refsMany(r, x.Note)
+	refsMany(r, x.DosageInstruction)
+	refsOne(r, x.DispenseRequest)
+	refsOne(r, x.Substitution)
+	refsOne(r, x.PriorPrescription)
+	refsMany(r, x.DetectedIssue)
+	refsMany(r, x.EventHistory)
+}
+
 func (x *MedicationRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -646,6 +690,18 @@ func (x *MedicationRequestDispenseRequest) walk(w *walker) {
 
 func (x *MedicationRequestDispenseRequest) walkID() string { return x.ID }
 
+func (x *MedicationRequestDispenseRequest) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.InitialFill)
+	refsOne(r, x.DispenseInterval)
+	refsOne(r, x.ValidityPeriod)
+	refsOne(r, x.NumberOfRepeatsAllowed)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.ExpectedSupplyDuration)
+	refsOne(r, x.Performer)
+}
+
 func (x *MedicationRequestDispenseRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -792,6 +848,13 @@ func (x *MedicationRequestDispenseRequestInitialFill) walk(w *walker) {
 
 func (x *MedicationRequestDispenseRequestInitialFill) walkID() string { return x.ID }
 
+func (x *MedicationRequestDispenseRequestInitialFill) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.Duration)
+}
+
 func (x *MedicationRequestDispenseRequestInitialFill) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -924,6 +987,14 @@ func (x *MedicationRequestSubstitution) walk(w *walker) {
 }
 
 func (x *MedicationRequestSubstitution) walkID() string { return x.ID }
+
+func (x *MedicationRequestSubstitution) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.AllowedBoolean)
+	refsOne(r, x.AllowedCodeableConcept)
+	refsOne(r, x.Reason)
+}
 
 func (x *MedicationRequestSubstitution) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -214,6 +214,35 @@ func (x *MedicationStatement) walk(w *walker) {
 
 func (x *MedicationStatement) walkID() string { return x.ID }
 
+func (x *MedicationStatement) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsMany(r, x.StatusReason)
+	refsOne(r, x.Category)
+	refsOne(r, x.MedicationCodeableConcept)
+	refsOne(r, x.MedicationReference)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Context)
+	refsOne(r, x.EffectiveDateTime)
+	refsOne(r, x.EffectivePeriod)
+	refsOne(r, x.DateAsserted)
+	refsOne(r, x.InformationSource)
+	refsMany(r, x.DerivedFrom)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Note)
+	refsMany(r, x.Dosage)
+}
+
 func (x *MedicationStatement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

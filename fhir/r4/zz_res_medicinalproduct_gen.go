@@ -216,6 +216,36 @@ func (x *MedicinalProduct) walk(w *walker) {
 
 func (x *MedicinalProduct) walkID() string { return x.ID }
 
+func (x *MedicinalProduct) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Domain)
+	refsOne(r, x.CombinedPharmaceuticalDoseForm)
+	refsOne(r, x.LegalStatusOfSupply)
+	refsOne(r, x.AdditionalMonitoringIndicator)
+	refsMany(r, x.SpecialMeasures)
+	refsOne(r, x.PaediatricUseIndicator)
+	refsMany(r, x.ProductClassification)
+	refsMany(r, x.MarketingStatus)
+	refsMany(r, x.PharmaceuticalProduct)
+	refsMany(r, x.PackagedMedicinalProduct)
+	refsMany(r, x.AttachedDocument)
+	refsMany(r, x.MasterFile)
+	refsMany(r, x.Contact)
+	refsMany(r, x.ClinicalTrial)
+	refsMany(r, x.Name)
+	refsMany(r, x.CrossReference)
+	refsMany(r, x.ManufacturingBusinessOperation)
+	refsMany(r, x.SpecialDesignation)
+}
+
 func (x *MedicinalProduct) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -447,6 +477,14 @@ func (x *MedicinalProductName) walk(w *walker) {
 
 func (x *MedicinalProductName) walkID() string { return x.ID }
 
+func (x *MedicinalProductName) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ProductName)
+	refsMany(r, x.NamePart)
+	refsMany(r, x.CountryLanguage)
+}
+
 func (x *MedicinalProductName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -579,6 +617,13 @@ func (x *MedicinalProductNameNamePart) walk(w *walker) {
 
 func (x *MedicinalProductNameNamePart) walkID() string { return x.ID }
 
+func (x *MedicinalProductNameNamePart) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Part)
+	refsOne(r, x.Type)
+}
+
 func (x *MedicinalProductNameNamePart) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -710,6 +755,14 @@ func (x *MedicinalProductNameCountryLanguage) walk(w *walker) {
 }
 
 func (x *MedicinalProductNameCountryLanguage) walkID() string { return x.ID }
+
+func (x *MedicinalProductNameCountryLanguage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Country)
+	refsOne(r, x.Jurisdiction)
+	refsOne(r, x.Language)
+}
 
 func (x *MedicinalProductNameCountryLanguage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -865,6 +918,17 @@ func (x *MedicinalProductManufacturingBusinessOperation) walk(w *walker) {
 }
 
 func (x *MedicinalProductManufacturingBusinessOperation) walkID() string { return x.ID }
+
+func (x *MedicinalProductManufacturingBusinessOperation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.OperationType)
+	refsOne(r, x.AuthorisationReferenceNumber)
+	refsOne(r, x.EffectiveDate)
+	refsOne(r, x.ConfidentialityIndicator)
+	refsMany(r, x.Manufacturer)
+	refsOne(r, x.Regulator)
+}
 
 func (x *MedicinalProductManufacturingBusinessOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1045,6 +1109,19 @@ func (x *MedicinalProductSpecialDesignation) walk(w *walker) {
 }
 
 func (x *MedicinalProductSpecialDesignation) walkID() string { return x.ID }
+
+func (x *MedicinalProductSpecialDesignation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.IntendedUse)
+	refsOne(r, x.IndicationCodeableConcept)
+	refsOne(r, x.IndicationReference)
+	refsOne(r, x.Status)
+	refsOne(r, x.Date)
+	refsOne(r, x.Species)
+}
 
 func (x *MedicinalProductSpecialDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -198,6 +198,32 @@ func (x *MedicinalProductAuthorization) walk(w *walker) {
 
 func (x *MedicinalProductAuthorization) walkID() string { return x.ID }
 
+func (x *MedicinalProductAuthorization) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Subject)
+	refsMany(r, x.Country)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusDate)
+	refsOne(r, x.RestoreDate)
+	refsOne(r, x.ValidityPeriod)
+	refsOne(r, x.DataExclusivityPeriod)
+	refsOne(r, x.DateOfFirstAuthorization)
+	refsOne(r, x.InternationalBirthDate)
+	refsOne(r, x.LegalBasis)
+	refsMany(r, x.JurisdictionalAuthorization)
+	refsOne(r, x.Holder)
+	refsOne(r, x.Regulator)
+	refsOne(r, x.Procedure)
+}
+
 func (x *MedicinalProductAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -426,6 +452,16 @@ func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walk(w *walke
 
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) walkID() string { return x.ID }
 
+func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Country)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.LegalStatusOfSupply)
+	refsOne(r, x.ValidityPeriod)
+}
+
 func (x *MedicinalProductAuthorizationJurisdictionalAuthorization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -582,6 +618,16 @@ func (x *MedicinalProductAuthorizationProcedure) walk(w *walker) {
 }
 
 func (x *MedicinalProductAuthorizationProcedure) walkID() string { return x.ID }
+
+func (x *MedicinalProductAuthorizationProcedure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.DatePeriod)
+	refsOne(r, x.DateDateTime)
+	refsMany(r, x.Application)
+}
 
 func (x *MedicinalProductAuthorizationProcedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -136,6 +136,23 @@ func (x *MedicinalProductContraindication) walk(w *walker) {
 
 func (x *MedicinalProductContraindication) walkID() string { return x.ID }
 
+func (x *MedicinalProductContraindication) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Subject)
+	refsOne(r, x.Disease)
+	refsOne(r, x.DiseaseStatus)
+	refsMany(r, x.Comorbidity)
+	refsMany(r, x.TherapeuticIndication)
+	refsMany(r, x.OtherTherapy)
+	refsMany(r, x.Population)
+}
+
 func (x *MedicinalProductContraindication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -313,6 +330,14 @@ func (x *MedicinalProductContraindicationOtherTherapy) walk(w *walker) {
 }
 
 func (x *MedicinalProductContraindicationOtherTherapy) walkID() string { return x.ID }
+
+func (x *MedicinalProductContraindicationOtherTherapy) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.TherapyRelationshipType)
+	refsOne(r, x.MedicationCodeableConcept)
+	refsOne(r, x.MedicationReference)
+}
 
 func (x *MedicinalProductContraindicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -148,6 +148,25 @@ func (x *MedicinalProductIndication) walk(w *walker) {
 
 func (x *MedicinalProductIndication) walkID() string { return x.ID }
 
+func (x *MedicinalProductIndication) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Subject)
+	refsOne(r, x.DiseaseSymptomProcedure)
+	refsOne(r, x.DiseaseStatus)
+	refsMany(r, x.Comorbidity)
+	refsOne(r, x.IntendedEffect)
+	refsOne(r, x.Duration)
+	refsMany(r, x.OtherTherapy)
+	refsMany(r, x.UndesirableEffect)
+	refsMany(r, x.Population)
+}
+
 func (x *MedicinalProductIndication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -331,6 +350,14 @@ func (x *MedicinalProductIndicationOtherTherapy) walk(w *walker) {
 }
 
 func (x *MedicinalProductIndicationOtherTherapy) walkID() string { return x.ID }
+
+func (x *MedicinalProductIndicationOtherTherapy) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.TherapyRelationshipType)
+	refsOne(r, x.MedicationCodeableConcept)
+	refsOne(r, x.MedicationReference)
+}
 
 func (x *MedicinalProductIndicationOtherTherapy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

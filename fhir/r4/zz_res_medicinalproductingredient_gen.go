@@ -132,6 +132,22 @@ func (x *MedicinalProductIngredient) walk(w *walker) {
 
 func (x *MedicinalProductIngredient) walkID() string { return x.ID }
 
+func (x *MedicinalProductIngredient) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Role)
+	refsOne(r, x.AllergenicIndicator)
+	refsMany(r, x.Manufacturer)
+	refsMany(r, x.SpecifiedSubstance)
+	refsOne(r, x.Substance)
+}
+
 func (x *MedicinalProductIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -311,6 +327,15 @@ func (x *MedicinalProductIngredientSpecifiedSubstance) walk(w *walker) {
 
 func (x *MedicinalProductIngredientSpecifiedSubstance) walkID() string { return x.ID }
 
+func (x *MedicinalProductIngredientSpecifiedSubstance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Group)
+	refsOne(r, x.Confidentiality)
+	refsMany(r, x.Strength)
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -475,6 +500,18 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walk(w *walker) {
 }
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) walkID() string { return x.ID }
+
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Presentation)
+	refsOne(r, x.PresentationLowLimit)
+	refsOne(r, x.Concentration)
+	refsOne(r, x.ConcentrationLowLimit)
+	refsOne(r, x.MeasurementPoint)
+	refsMany(r, x.Country)
+	refsMany(r, x.ReferenceStrength)
+}
 
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -644,6 +681,16 @@ func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) 
 	return x.ID
 }
 
+func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Substance)
+	refsOne(r, x.Strength)
+	refsOne(r, x.StrengthLowLimit)
+	refsOne(r, x.MeasurementPoint)
+	refsMany(r, x.Country)
+}
+
 func (x *MedicinalProductIngredientSpecifiedSubstanceStrengthReferenceStrength) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -781,6 +828,13 @@ func (x *MedicinalProductIngredientSubstance) walk(w *walker) {
 }
 
 func (x *MedicinalProductIngredientSubstance) walkID() string { return x.ID }
+
+func (x *MedicinalProductIngredientSubstance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Strength)
+}
 
 func (x *MedicinalProductIngredientSubstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -138,6 +138,23 @@ func (x *MedicinalProductInteraction) walk(w *walker) {
 
 func (x *MedicinalProductInteraction) walkID() string { return x.ID }
 
+func (x *MedicinalProductInteraction) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Subject)
+	refsOne(r, x.Description)
+	refsMany(r, x.Interactant)
+	refsOne(r, x.Type)
+	refsOne(r, x.Effect)
+	refsOne(r, x.Incidence)
+	refsOne(r, x.Management)
+}
+
 func (x *MedicinalProductInteraction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -308,6 +325,13 @@ func (x *MedicinalProductInteractionInteractant) walk(w *walker) {
 }
 
 func (x *MedicinalProductInteractionInteractant) walkID() string { return x.ID }
+
+func (x *MedicinalProductInteractionInteractant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ItemReference)
+	refsOne(r, x.ItemCodeableConcept)
+}
 
 func (x *MedicinalProductInteractionInteractant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

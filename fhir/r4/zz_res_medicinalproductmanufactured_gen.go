@@ -136,6 +136,23 @@ func (x *MedicinalProductManufactured) walk(w *walker) {
 
 func (x *MedicinalProductManufactured) walkID() string { return x.ID }
 
+func (x *MedicinalProductManufactured) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ManufacturedDoseForm)
+	refsOne(r, x.UnitOfPresentation)
+	refsOne(r, x.Quantity)
+	refsMany(r, x.Manufacturer)
+	refsMany(r, x.Ingredient)
+	refsOne(r, x.PhysicalCharacteristics)
+	refsMany(r, x.OtherCharacteristics)
+}
+
 func (x *MedicinalProductManufactured) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

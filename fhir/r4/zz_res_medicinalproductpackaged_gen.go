@@ -150,6 +150,25 @@ func (x *MedicinalProductPackaged) walk(w *walker) {
 
 func (x *MedicinalProductPackaged) walkID() string { return x.ID }
 
+func (x *MedicinalProductPackaged) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.Subject)
+	refsOne(r, x.Description)
+	refsOne(r, x.LegalStatusOfSupply)
+	refsMany(r, x.MarketingStatus)
+	refsOne(r, x.MarketingAuthorization)
+	refsMany(r, x.Manufacturer)
+	refsMany(r, x.BatchIdentifier)
+	refsMany(r, x.PackageItem)
+}
+
 func (x *MedicinalProductPackaged) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -328,6 +347,13 @@ func (x *MedicinalProductPackagedBatchIdentifier) walk(w *walker) {
 }
 
 func (x *MedicinalProductPackagedBatchIdentifier) walkID() string { return x.ID }
+
+func (x *MedicinalProductPackagedBatchIdentifier) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.OuterPackaging)
+	refsOne(r, x.ImmediatePackaging)
+}
 
 func (x *MedicinalProductPackagedBatchIdentifier) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -513,6 +539,23 @@ func (x *MedicinalProductPackagedPackageItem) walk(w *walker) {
 }
 
 func (x *MedicinalProductPackagedPackageItem) walkID() string { return x.ID }
+
+func (x *MedicinalProductPackagedPackageItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Quantity)
+	refsMany(r, x.Material)
+	refsMany(r, x.AlternateMaterial)
+	refsMany(r, x.Device)
+	refsMany(r, x.ManufacturedItem)
+	refsMany(r, x.PackageItem)
+	refsOne(r, x.PhysicalCharacteristics)
+	refsMany(r, x.OtherCharacteristics)
+	refsMany(r, x.ShelfLifeStorage)
+	refsMany(r, x.Manufacturer)
+}
 
 func (x *MedicinalProductPackagedPackageItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -136,6 +136,23 @@ func (x *MedicinalProductPharmaceutical) walk(w *walker) {
 
 func (x *MedicinalProductPharmaceutical) walkID() string { return x.ID }
 
+func (x *MedicinalProductPharmaceutical) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.AdministrableDoseForm)
+	refsOne(r, x.UnitOfPresentation)
+	refsMany(r, x.Ingredient)
+	refsMany(r, x.Device)
+	refsMany(r, x.Characteristics)
+	refsMany(r, x.RouteOfAdministration)
+}
+
 func (x *MedicinalProductPharmaceutical) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -308,6 +325,13 @@ func (x *MedicinalProductPharmaceuticalCharacteristics) walk(w *walker) {
 
 func (x *MedicinalProductPharmaceuticalCharacteristics) walkID() string { return x.ID }
 
+func (x *MedicinalProductPharmaceuticalCharacteristics) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Status)
+}
+
 func (x *MedicinalProductPharmaceuticalCharacteristics) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -463,6 +487,18 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walk(w *walker) {
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) walkID() string { return x.ID }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministration) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.FirstDose)
+	refsOne(r, x.MaxSingleDose)
+	refsOne(r, x.MaxDosePerDay)
+	refsOne(r, x.MaxDosePerTreatmentPeriod)
+	refsOne(r, x.MaxTreatmentPeriod)
+	refsMany(r, x.TargetSpecies)
+}
+
 func (x *MedicinalProductPharmaceuticalRouteOfAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -610,6 +646,13 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) walkI
 	return x.ID
 }
 
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.WithdrawalPeriod)
+}
+
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpecies) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -743,6 +786,14 @@ func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdra
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) walkID() string {
 	return x.ID
+}
+
+func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Tissue)
+	refsOne(r, x.Value)
+	refsOne(r, x.SupportingInformation)
 }
 
 func (x *MedicinalProductPharmaceuticalRouteOfAdministrationTargetSpeciesWithdrawalPeriod) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {

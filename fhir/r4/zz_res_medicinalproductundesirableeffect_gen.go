@@ -124,6 +124,21 @@ func (x *MedicinalProductUndesirableEffect) walk(w *walker) {
 
 func (x *MedicinalProductUndesirableEffect) walkID() string { return x.ID }
 
+func (x *MedicinalProductUndesirableEffect) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Subject)
+	refsOne(r, x.SymptomConditionEffect)
+	refsOne(r, x.Classification)
+	refsOne(r, x.FrequencyOfOccurrence)
+	refsMany(r, x.Population)
+}
+
 func (x *MedicinalProductUndesirableEffect) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -280,6 +280,41 @@ func (x *MessageDefinition) walk(w *walker) {
 
 func (x *MessageDefinition) walkID() string { return x.ID }
 
+func (x *MessageDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsMany(r, x.Replaces)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.Base)
+	refsMany(r, x.Parent)
+	refsOne(r, x.EventCoding)
+	refsOne(r, x.EventURI)
+	refsOne(r, x.Category)
+	refsMany(r, x.Focus)
+	refsOne(r, x.ResponseRequired)
+	refsMany(r, x.AllowedResponse)
+	refsMany(r, x.Graph)
+}
+
 func (x *MessageDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -567,6 +602,15 @@ func (x *MessageDefinitionFocus) walk(w *walker) {
 
 func (x *MessageDefinitionFocus) walkID() string { return x.ID }
 
+func (x *MessageDefinitionFocus) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Profile)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+}
+
 func (x *MessageDefinitionFocus) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -707,6 +751,13 @@ func (x *MessageDefinitionAllowedResponse) walk(w *walker) {
 }
 
 func (x *MessageDefinitionAllowedResponse) walkID() string { return x.ID }
+
+func (x *MessageDefinitionAllowedResponse) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Message)
+	refsOne(r, x.Situation)
+}
 
 func (x *MessageDefinitionAllowedResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -170,6 +170,28 @@ func (x *MessageHeader) walk(w *walker) {
 
 func (x *MessageHeader) walkID() string { return x.ID }
 
+func (x *MessageHeader) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.EventCoding)
+	refsOne(r, x.EventURI)
+	refsMany(r, x.Destination)
+	refsOne(r, x.Sender)
+	refsOne(r, x.Enterer)
+	refsOne(r, x.Author)
+	refsOne(r, x.Source)
+	refsOne(r, x.Responsible)
+	refsOne(r, x.Reason)
+	refsOne(r, x.Response)
+	refsMany(r, x.Focus)
+	refsOne(r, x.Definition)
+}
+
 func (x *MessageHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -385,6 +407,15 @@ func (x *MessageHeaderDestination) walk(w *walker) {
 
 func (x *MessageHeaderDestination) walkID() string { return x.ID }
 
+func (x *MessageHeaderDestination) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Target)
+	refsOne(r, x.Endpoint)
+	refsOne(r, x.Receiver)
+}
+
 func (x *MessageHeaderDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -546,6 +577,16 @@ func (x *MessageHeaderSource) walk(w *walker) {
 
 func (x *MessageHeaderSource) walkID() string { return x.ID }
 
+func (x *MessageHeaderSource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Software)
+	refsOne(r, x.Version)
+	refsOne(r, x.Contact)
+	refsOne(r, x.Endpoint)
+}
+
 func (x *MessageHeaderSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -696,6 +737,14 @@ func (x *MessageHeaderResponse) walk(w *walker) {
 }
 
 func (x *MessageHeaderResponse) walkID() string { return x.ID }
+
+func (x *MessageHeaderResponse) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Code)
+	refsOne(r, x.Details)
+}
 
 func (x *MessageHeaderResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

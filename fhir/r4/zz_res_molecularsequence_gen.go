@@ -198,6 +198,32 @@ func (x *MolecularSequence) walk(w *walker) {
 
 func (x *MolecularSequence) walkID() string { return x.ID }
 
+func (x *MolecularSequence) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.CoordinateSystem)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Specimen)
+	refsOne(r, x.Device)
+	refsOne(r, x.Performer)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.ReferenceSeq)
+	refsMany(r, x.Variant)
+	refsOne(r, x.ObservedSeq)
+	refsMany(r, x.Quality)
+	refsOne(r, x.ReadCoverage)
+	refsMany(r, x.Repository)
+	refsMany(r, x.Pointer)
+	refsMany(r, x.StructureVariant)
+}
+
 func (x *MolecularSequence) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -462,6 +488,20 @@ func (x *MolecularSequenceReferenceSeq) walk(w *walker) {
 
 func (x *MolecularSequenceReferenceSeq) walkID() string { return x.ID }
 
+func (x *MolecularSequenceReferenceSeq) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Chromosome)
+	refsOne(r, x.GenomeBuild)
+	refsOne(r, x.Orientation)
+	refsOne(r, x.ReferenceSeqID)
+	refsOne(r, x.ReferenceSeqPointer)
+	refsOne(r, x.ReferenceSeqString)
+	refsOne(r, x.Strand)
+	refsOne(r, x.WindowStart)
+	refsOne(r, x.WindowEnd)
+}
+
 func (x *MolecularSequenceReferenceSeq) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -654,6 +694,17 @@ func (x *MolecularSequenceVariant) walk(w *walker) {
 }
 
 func (x *MolecularSequenceVariant) walkID() string { return x.ID }
+
+func (x *MolecularSequenceVariant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+	refsOne(r, x.ObservedAllele)
+	refsOne(r, x.ReferenceAllele)
+	refsOne(r, x.Cigar)
+	refsOne(r, x.VariantPointer)
+}
 
 func (x *MolecularSequenceVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -901,6 +952,26 @@ func (x *MolecularSequenceQuality) walk(w *walker) {
 
 func (x *MolecularSequenceQuality) walkID() string { return x.ID }
 
+func (x *MolecularSequenceQuality) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.StandardSequence)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+	refsOne(r, x.Score)
+	refsOne(r, x.Method)
+	refsOne(r, x.TruthTP)
+	refsOne(r, x.QueryTP)
+	refsOne(r, x.TruthFN)
+	refsOne(r, x.QueryFP)
+	refsOne(r, x.GtFP)
+	refsOne(r, x.Precision)
+	refsOne(r, x.Recall)
+	refsOne(r, x.FScore)
+	refsOne(r, x.Roc)
+}
+
 func (x *MolecularSequenceQuality) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1133,6 +1204,18 @@ func (x *MolecularSequenceQualityRoc) walk(w *walker) {
 
 func (x *MolecularSequenceQualityRoc) walkID() string { return x.ID }
 
+func (x *MolecularSequenceQualityRoc) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Score)
+	refsMany(r, x.NumTP)
+	refsMany(r, x.NumFP)
+	refsMany(r, x.NumFN)
+	refsMany(r, x.Precision)
+	refsMany(r, x.Sensitivity)
+	refsMany(r, x.FMeasure)
+}
+
 func (x *MolecularSequenceQualityRoc) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1321,6 +1404,17 @@ func (x *MolecularSequenceRepository) walk(w *walker) {
 
 func (x *MolecularSequenceRepository) walkID() string { return x.ID }
 
+func (x *MolecularSequenceRepository) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.URL)
+	refsOne(r, x.Name)
+	refsOne(r, x.DatasetID)
+	refsOne(r, x.VariantsetID)
+	refsOne(r, x.ReadsetID)
+}
+
 func (x *MolecularSequenceRepository) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1490,6 +1584,16 @@ func (x *MolecularSequenceStructureVariant) walk(w *walker) {
 
 func (x *MolecularSequenceStructureVariant) walkID() string { return x.ID }
 
+func (x *MolecularSequenceStructureVariant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.VariantType)
+	refsOne(r, x.Exact)
+	refsOne(r, x.Length)
+	refsOne(r, x.Outer)
+	refsOne(r, x.Inner)
+}
+
 func (x *MolecularSequenceStructureVariant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1633,6 +1737,13 @@ func (x *MolecularSequenceStructureVariantOuter) walk(w *walker) {
 
 func (x *MolecularSequenceStructureVariantOuter) walkID() string { return x.ID }
 
+func (x *MolecularSequenceStructureVariantOuter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+}
+
 func (x *MolecularSequenceStructureVariantOuter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1763,6 +1874,13 @@ func (x *MolecularSequenceStructureVariantInner) walk(w *walker) {
 }
 
 func (x *MolecularSequenceStructureVariantInner) walkID() string { return x.ID }
+
+func (x *MolecularSequenceStructureVariantInner) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+}
 
 func (x *MolecularSequenceStructureVariantInner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

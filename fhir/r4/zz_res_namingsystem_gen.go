@@ -188,6 +188,29 @@ func (x *NamingSystem) walk(w *walker) {
 
 func (x *NamingSystem) walkID() string { return x.ID }
 
+func (x *NamingSystem) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Status)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Responsible)
+	refsOne(r, x.Type)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Usage)
+	refsMany(r, x.UniqueID)
+}
+
 func (x *NamingSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -415,6 +438,16 @@ func (x *NamingSystemUniqueId) walk(w *walker) {
 }
 
 func (x *NamingSystemUniqueId) walkID() string { return x.ID }
+
+func (x *NamingSystemUniqueId) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Value)
+	refsOne(r, x.Preferred)
+	refsOne(r, x.Comment)
+	refsOne(r, x.Period)
+}
 
 func (x *NamingSystemUniqueId) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -208,6 +208,33 @@ func (x *NutritionOrder) walk(w *walker) {
 
 func (x *NutritionOrder) walkID() string { return x.ID }
 
+func (x *NutritionOrder) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.Instantiates)
+	refsOne(r, x.Status)
+	refsOne(r, x.Intent)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.DateTime)
+	refsOne(r, x.Orderer)
+	refsMany(r, x.AllergyIntolerance)
+	refsMany(r, x.FoodPreferenceModifier)
+	refsMany(r, x.ExcludeFoodModifier)
+	refsOne(r, x.OralDiet)
+	refsMany(r, x.Supplement)
+	refsOne(r, x.EnteralFormula)
+	refsMany(r, x.Note)
+}
+
 func (x *NutritionOrder) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -450,6 +477,17 @@ func (x *NutritionOrderOralDiet) walk(w *walker) {
 
 func (x *NutritionOrderOralDiet) walkID() string { return x.ID }
 
+func (x *NutritionOrderOralDiet) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Type)
+	refsMany(r, x.Schedule)
+	refsMany(r, x.Nutrient)
+	refsMany(r, x.Texture)
+	refsMany(r, x.FluidConsistencyType)
+	refsOne(r, x.Instruction)
+}
+
 func (x *NutritionOrderOralDiet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -592,6 +630,13 @@ func (x *NutritionOrderOralDietNutrient) walk(w *walker) {
 
 func (x *NutritionOrderOralDietNutrient) walkID() string { return x.ID }
 
+func (x *NutritionOrderOralDietNutrient) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Modifier)
+	refsOne(r, x.Amount)
+}
+
 func (x *NutritionOrderOralDietNutrient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -716,6 +761,13 @@ func (x *NutritionOrderOralDietTexture) walk(w *walker) {
 }
 
 func (x *NutritionOrderOralDietTexture) walkID() string { return x.ID }
+
+func (x *NutritionOrderOralDietTexture) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Modifier)
+	refsOne(r, x.FoodType)
+}
 
 func (x *NutritionOrderOralDietTexture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -863,6 +915,16 @@ func (x *NutritionOrderSupplement) walk(w *walker) {
 }
 
 func (x *NutritionOrderSupplement) walkID() string { return x.ID }
+
+func (x *NutritionOrderSupplement) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.ProductName)
+	refsMany(r, x.Schedule)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.Instruction)
+}
 
 func (x *NutritionOrderSupplement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1051,6 +1113,20 @@ func (x *NutritionOrderEnteralFormula) walk(w *walker) {
 
 func (x *NutritionOrderEnteralFormula) walkID() string { return x.ID }
 
+func (x *NutritionOrderEnteralFormula) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.BaseFormulaType)
+	refsOne(r, x.BaseFormulaProductName)
+	refsOne(r, x.AdditiveType)
+	refsOne(r, x.AdditiveProductName)
+	refsOne(r, x.CaloricDensity)
+	refsOne(r, x.RouteofAdministration)
+	refsMany(r, x.Administration)
+	refsOne(r, x.MaxVolumeToDeliver)
+	refsOne(r, x.AdministrationInstruction)
+}
+
 func (x *NutritionOrderEnteralFormula) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1218,6 +1294,15 @@ func (x *NutritionOrderEnteralFormulaAdministration) walk(w *walker) {
 }
 
 func (x *NutritionOrderEnteralFormulaAdministration) walkID() string { return x.ID }
+
+func (x *NutritionOrderEnteralFormulaAdministration) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Schedule)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.RateQuantity)
+	refsOne(r, x.RateRatio)
+}
 
 func (x *NutritionOrderEnteralFormulaAdministration) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

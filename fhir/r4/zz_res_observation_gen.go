@@ -334,6 +334,53 @@ func (x *Observation) walk(w *walker) {
 
 func (x *Observation) walkID() string { return x.ID }
 
+func (x *Observation) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsMany(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsMany(r, x.Focus)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.EffectiveDateTime)
+	refsOne(r, x.EffectivePeriod)
+	refsOne(r, x.EffectiveTiming)
+	refsOne(r, x.EffectiveInstant)
+	refsOne(r, x.Issued)
+	refsMany(r, x.Performer)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.DataAbsentReason)
+	refsMany(r, x.Interpretation)
+	refsMany(r, x.Note)
+	refsOne(r, x.BodySite)
+	refsOne(r, x.Method)
+	refsOne(r, x.Specimen)
+	refsOne(r, x.Device)
+	refsMany(r, x.ReferenceRange)
+	refsMany(r, x.HasMember)
+	refsMany(r, x.DerivedFrom)
+	refsMany(r, x.Component)
+}
+
 func (x *Observation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -684,6 +731,17 @@ func (x *ObservationReferenceRange) walk(w *walker) {
 
 func (x *ObservationReferenceRange) walkID() string { return x.ID }
 
+func (x *ObservationReferenceRange) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Low)
+	refsOne(r, x.High)
+	refsOne(r, x.Type)
+	refsMany(r, x.AppliesTo)
+	refsOne(r, x.Age)
+	refsOne(r, x.Text)
+}
+
 func (x *ObservationReferenceRange) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -913,6 +971,26 @@ func (x *ObservationComponent) walk(w *walker) {
 }
 
 func (x *ObservationComponent) walkID() string { return x.ID }
+
+func (x *ObservationComponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.DataAbsentReason)
+	refsMany(r, x.Interpretation)
+	refsMany(r, x.ReferenceRange)
+}
 
 func (x *ObservationComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

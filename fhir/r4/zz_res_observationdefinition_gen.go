@@ -178,6 +178,29 @@ func (x *ObservationDefinition) walk(w *walker) {
 
 func (x *ObservationDefinition) walkID() string { return x.ID }
 
+func (x *ObservationDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Category)
+	refsOne(r, x.Code)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.PermittedDataType)
+	refsOne(r, x.MultipleResultsAllowed)
+	refsOne(r, x.Method)
+	refsOne(r, x.PreferredReportName)
+	refsOne(r, x.QuantitativeDetails)
+	refsMany(r, x.QualifiedInterval)
+	refsOne(r, x.ValidCodedValueSet)
+	refsOne(r, x.NormalCodedValueSet)
+	refsOne(r, x.AbnormalCodedValueSet)
+	refsOne(r, x.CriticalCodedValueSet)
+}
+
 func (x *ObservationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -391,6 +414,15 @@ func (x *ObservationDefinitionQuantitativeDetails) walk(w *walker) {
 
 func (x *ObservationDefinitionQuantitativeDetails) walkID() string { return x.ID }
 
+func (x *ObservationDefinitionQuantitativeDetails) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.CustomaryUnit)
+	refsOne(r, x.Unit)
+	refsOne(r, x.ConversionFactor)
+	refsOne(r, x.DecimalPrecision)
+}
+
 func (x *ObservationDefinitionQuantitativeDetails) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -567,6 +599,19 @@ func (x *ObservationDefinitionQualifiedInterval) walk(w *walker) {
 }
 
 func (x *ObservationDefinitionQualifiedInterval) walkID() string { return x.ID }
+
+func (x *ObservationDefinitionQualifiedInterval) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Range)
+	refsOne(r, x.Context)
+	refsMany(r, x.AppliesTo)
+	refsOne(r, x.Gender)
+	refsOne(r, x.Age)
+	refsOne(r, x.GestationalAge)
+	refsOne(r, x.Condition)
+}
 
 func (x *ObservationDefinitionQualifiedInterval) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

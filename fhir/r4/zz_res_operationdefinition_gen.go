@@ -292,6 +292,42 @@ func (x *OperationDefinition) walk(w *walker) {
 
 func (x *OperationDefinition) walkID() string { return x.ID }
 
+func (x *OperationDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.AffectsState)
+	refsOne(r, x.Code)
+	refsOne(r, x.Comment)
+	refsOne(r, x.Base)
+	refsMany(r, x.Resource)
+	refsOne(r, x.System)
+	refsOne(r, x.Type)
+	refsOne(r, x.Instance)
+	refsOne(r, x.InputProfile)
+	refsOne(r, x.OutputProfile)
+	refsMany(r, x.Parameter)
+	refsMany(r, x.Overload)
+}
+
 func (x *OperationDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -629,6 +665,22 @@ func (x *OperationDefinitionParameter) walk(w *walker) {
 
 func (x *OperationDefinitionParameter) walkID() string { return x.ID }
 
+func (x *OperationDefinitionParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Use)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+	refsOne(r, x.Documentation)
+	refsOne(r, x.Type)
+	refsMany(r, x.TargetProfile)
+	refsOne(r, x.SearchType)
+	refsOne(r, x.Binding)
+	refsMany(r, x.ReferencedFrom)
+	refsMany(r, x.Part)
+}
+
 func (x *OperationDefinitionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -802,6 +854,13 @@ func (x *OperationDefinitionParameterBinding) walk(w *walker) {
 
 func (x *OperationDefinitionParameterBinding) walkID() string { return x.ID }
 
+func (x *OperationDefinitionParameterBinding) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Strength)
+	refsOne(r, x.ValueSet)
+}
+
 func (x *OperationDefinitionParameterBinding) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -933,6 +992,13 @@ func (x *OperationDefinitionParameterReferencedFrom) walk(w *walker) {
 
 func (x *OperationDefinitionParameterReferencedFrom) walkID() string { return x.ID }
 
+func (x *OperationDefinitionParameterReferencedFrom) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Source)
+	refsOne(r, x.SourceID)
+}
+
 func (x *OperationDefinitionParameterReferencedFrom) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1063,6 +1129,13 @@ func (x *OperationDefinitionOverload) walk(w *walker) {
 }
 
 func (x *OperationDefinitionOverload) walkID() string { return x.ID }
+
+func (x *OperationDefinitionOverload) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.ParameterName)
+	refsOne(r, x.Comment)
+}
 
 func (x *OperationDefinitionOverload) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -100,6 +100,17 @@ func (x *OperationOutcome) walk(w *walker) {
 
 func (x *OperationOutcome) walkID() string { return x.ID }
 
+func (x *OperationOutcome) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Issue)
+}
+
 func (x *OperationOutcome) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -279,6 +290,17 @@ func (x *OperationOutcomeIssue) walk(w *walker) {
 }
 
 func (x *OperationOutcomeIssue) walkID() string { return x.ID }
+
+func (x *OperationOutcomeIssue) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Severity)
+	refsOne(r, x.Code)
+	refsOne(r, x.Details)
+	refsOne(r, x.Diagnostics)
+	refsMany(r, x.Location)
+	refsMany(r, x.Expression)
+}
 
 func (x *OperationOutcomeIssue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -160,6 +160,26 @@ func (x *Organization) walk(w *walker) {
 
 func (x *Organization) walkID() string { return x.ID }
 
+func (x *Organization) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsMany(r, x.Type)
+	refsOne(r, x.Name)
+	refsMany(r, x.Alias)
+	refsMany(r, x.Telecom)
+	refsMany(r, x.Address)
+	refsOne(r, x.PartOf)
+	refsMany(r, x.Contact)
+	refsMany(r, x.Endpoint)
+}
+
 func (x *Organization) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -356,6 +376,15 @@ func (x *OrganizationContact) walk(w *walker) {
 }
 
 func (x *OrganizationContact) walkID() string { return x.ID }
+
+func (x *OrganizationContact) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Address)
+}
 
 func (x *OrganizationContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

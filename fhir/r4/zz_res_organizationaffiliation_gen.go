@@ -168,6 +168,28 @@ func (x *OrganizationAffiliation) walk(w *walker) {
 
 func (x *OrganizationAffiliation) walkID() string { return x.ID }
 
+func (x *OrganizationAffiliation) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsOne(r, x.Period)
+	refsOne(r, x.Organization)
+	refsOne(r, x.ParticipatingOrganization)
+	refsMany(r, x.Network)
+	refsMany(r, x.Code)
+	refsMany(r, x.Specialty)
+	refsMany(r, x.Location)
+	refsMany(r, x.HealthcareService)
+	refsMany(r, x.Telecom)
+	refsMany(r, x.Endpoint)
+}
+
 func (x *OrganizationAffiliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -76,6 +76,13 @@ func (x *Parameters) walk(w *walker) {
 
 func (x *Parameters) walkID() string { return x.ID }
 
+func (x *Parameters) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsMany(r, x.Parameter)
+}
+
 func (x *Parameters) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -551,6 +558,66 @@ func (x *ParametersParameter) walk(w *walker) {
 }
 
 func (x *ParametersParameter) walkID() string { return x.ID }
+
+func (x *ParametersParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.ValueBase64Binary)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueCanonical)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueID)
+	refsOne(r, x.ValueInstant)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueMarkdown)
+	refsOne(r, x.ValueOID)
+	refsOne(r, x.ValuePositiveInt)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueUnsignedInt)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueURL)
+	refsOne(r, x.ValueUUID)
+	refsOne(r, x.ValueAddress)
+	refsOne(r, x.ValueAge)
+	refsOne(r, x.ValueAnnotation)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueContactPoint)
+	refsOne(r, x.ValueCount)
+	refsOne(r, x.ValueDistance)
+	refsOne(r, x.ValueDuration)
+	refsOne(r, x.ValueHumanName)
+	refsOne(r, x.ValueIdentifier)
+	refsOne(r, x.ValueMoney)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueSignature)
+	refsOne(r, x.ValueTiming)
+	refsOne(r, x.ValueContactDetail)
+	refsOne(r, x.ValueContributor)
+	refsOne(r, x.ValueDataRequirement)
+	refsOne(r, x.ValueExpression)
+	refsOne(r, x.ValueParameterDefinition)
+	refsOne(r, x.ValueRelatedArtifact)
+	refsOne(r, x.ValueTriggerDefinition)
+	refsOne(r, x.ValueUsageContext)
+	refsOne(r, x.ValueDosage)
+	refsOne(r, x.ValueMeta)
+	if r.nested {
+		r.resource(x.Resource)
+	}
+	refsMany(r, x.Part)
+}
 
 func (x *ParametersParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -216,6 +216,34 @@ func (x *Patient) walk(w *walker) {
 
 func (x *Patient) walkID() string { return x.ID }
 
+func (x *Patient) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsMany(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Gender)
+	refsOne(r, x.BirthDate)
+	refsOne(r, x.DeceasedBoolean)
+	refsOne(r, x.DeceasedDateTime)
+	refsMany(r, x.Address)
+	refsOne(r, x.MaritalStatus)
+	refsOne(r, x.MultipleBirthBoolean)
+	refsOne(r, x.MultipleBirthInteger)
+	refsMany(r, x.Photo)
+	refsMany(r, x.Contact)
+	refsMany(r, x.Communication)
+	refsMany(r, x.GeneralPractitioner)
+	refsOne(r, x.ManagingOrganization)
+	refsMany(r, x.Link)
+}
+
 func (x *Patient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -483,6 +511,18 @@ func (x *PatientContact) walk(w *walker) {
 
 func (x *PatientContact) walkID() string { return x.ID }
 
+func (x *PatientContact) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Relationship)
+	refsOne(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Address)
+	refsOne(r, x.Gender)
+	refsOne(r, x.Organization)
+	refsOne(r, x.Period)
+}
+
 func (x *PatientContact) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -631,6 +671,13 @@ func (x *PatientCommunication) walk(w *walker) {
 
 func (x *PatientCommunication) walkID() string { return x.ID }
 
+func (x *PatientCommunication) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Language)
+	refsOne(r, x.Preferred)
+}
+
 func (x *PatientCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -758,6 +805,13 @@ func (x *PatientLink) walk(w *walker) {
 }
 
 func (x *PatientLink) walkID() string { return x.ID }
+
+func (x *PatientLink) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Other)
+	refsOne(r, x.Type)
+}
 
 func (x *PatientLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -172,6 +172,28 @@ func (x *PaymentNotice) walk(w *walker) {
 
 func (x *PaymentNotice) walkID() string { return x.ID }
 
+func (x *PaymentNotice) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Request)
+	refsOne(r, x.Response)
+	refsOne(r, x.Created)
+	refsOne(r, x.Provider)
+	refsOne(r, x.Payment)
+	refsOne(r, x.PaymentDate)
+	refsOne(r, x.Payee)
+	refsOne(r, x.Recipient)
+	refsOne(r, x.Amount)
+	refsOne(r, x.PaymentStatus)
+}
+
 func (x *PaymentNotice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -194,6 +194,31 @@ func (x *PaymentReconciliation) walk(w *walker) {
 
 func (x *PaymentReconciliation) walkID() string { return x.ID }
 
+func (x *PaymentReconciliation) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Period)
+	refsOne(r, x.Created)
+	refsOne(r, x.PaymentIssuer)
+	refsOne(r, x.Request)
+	refsOne(r, x.Requestor)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.Disposition)
+	refsOne(r, x.PaymentDate)
+	refsOne(r, x.PaymentAmount)
+	refsOne(r, x.PaymentIdentifier)
+	refsMany(r, x.Detail)
+	refsOne(r, x.FormCode)
+	refsMany(r, x.ProcessNote)
+}
+
 func (x *PaymentReconciliation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -451,6 +476,21 @@ func (x *PaymentReconciliationDetail) walk(w *walker) {
 
 func (x *PaymentReconciliationDetail) walkID() string { return x.ID }
 
+func (x *PaymentReconciliationDetail) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Predecessor)
+	refsOne(r, x.Type)
+	refsOne(r, x.Request)
+	refsOne(r, x.Submitter)
+	refsOne(r, x.Response)
+	refsOne(r, x.Date)
+	refsOne(r, x.Responsible)
+	refsOne(r, x.Payee)
+	refsOne(r, x.Amount)
+}
+
 func (x *PaymentReconciliationDetail) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -612,6 +652,13 @@ func (x *PaymentReconciliationProcessNote) walk(w *walker) {
 }
 
 func (x *PaymentReconciliationProcessNote) walkID() string { return x.ID }
+
+func (x *PaymentReconciliationProcessNote) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Text)
+}
 
 func (x *PaymentReconciliationProcessNote) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -160,6 +160,26 @@ func (x *Person) walk(w *walker) {
 
 func (x *Person) walkID() string { return x.ID }
 
+func (x *Person) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Gender)
+	refsOne(r, x.BirthDate)
+	refsMany(r, x.Address)
+	refsOne(r, x.Photo)
+	refsOne(r, x.ManagingOrganization)
+	refsOne(r, x.Active)
+	refsMany(r, x.Link)
+}
+
 func (x *Person) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -346,6 +366,13 @@ func (x *PersonLink) walk(w *walker) {
 }
 
 func (x *PersonLink) walkID() string { return x.ID }
+
+func (x *PersonLink) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Target)
+	refsOne(r, x.Assurance)
+}
 
 func (x *PersonLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

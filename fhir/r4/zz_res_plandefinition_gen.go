@@ -318,6 +318,48 @@ func (x *PlanDefinition) walk(w *walker) {
 
 func (x *PlanDefinition) walkID() string { return x.ID }
 
+func (x *PlanDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Subtitle)
+	refsOne(r, x.Type)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Usage)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsMany(r, x.Library)
+	refsMany(r, x.Goal)
+	refsMany(r, x.Action)
+}
+
 func (x *PlanDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -641,6 +683,18 @@ func (x *PlanDefinitionGoal) walk(w *walker) {
 
 func (x *PlanDefinitionGoal) walkID() string { return x.ID }
 
+func (x *PlanDefinitionGoal) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Description)
+	refsOne(r, x.Priority)
+	refsOne(r, x.Start)
+	refsMany(r, x.Addresses)
+	refsMany(r, x.Documentation)
+	refsMany(r, x.Target)
+}
+
 func (x *PlanDefinitionGoal) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -803,6 +857,16 @@ func (x *PlanDefinitionGoalTarget) walk(w *walker) {
 }
 
 func (x *PlanDefinitionGoalTarget) walkID() string { return x.ID }
+
+func (x *PlanDefinitionGoalTarget) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Measure)
+	refsOne(r, x.DetailQuantity)
+	refsOne(r, x.DetailRange)
+	refsOne(r, x.DetailCodeableConcept)
+	refsOne(r, x.Due)
+}
 
 func (x *PlanDefinitionGoalTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1171,6 +1235,45 @@ func (x *PlanDefinitionAction) walk(w *walker) {
 
 func (x *PlanDefinitionAction) walkID() string { return x.ID }
 
+func (x *PlanDefinitionAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Prefix)
+	refsOne(r, x.Title)
+	refsOne(r, x.Description)
+	refsOne(r, x.TextEquivalent)
+	refsOne(r, x.Priority)
+	refsMany(r, x.Code)
+	refsMany(r, x.Reason)
+	refsMany(r, x.Documentation)
+	refsMany(r, x.GoalID)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsMany(r, x.Trigger)
+	refsMany(r, x.Condition)
+	refsMany(r, x.Input)
+	refsMany(r, x.Output)
+	refsMany(r, x.RelatedAction)
+	refsOne(r, x.TimingDateTime)
+	refsOne(r, x.TimingAge)
+	refsOne(r, x.TimingPeriod)
+	refsOne(r, x.TimingDuration)
+	refsOne(r, x.TimingRange)
+	refsOne(r, x.TimingTiming)
+	refsMany(r, x.Participant)
+	refsOne(r, x.Type)
+	refsOne(r, x.GroupingBehavior)
+	refsOne(r, x.SelectionBehavior)
+	refsOne(r, x.RequiredBehavior)
+	refsOne(r, x.PrecheckBehavior)
+	refsOne(r, x.CardinalityBehavior)
+	refsOne(r, x.DefinitionCanonical)
+	refsOne(r, x.DefinitionURI)
+	refsOne(r, x.Transform)
+	refsMany(r, x.DynamicValue)
+	refsMany(r, x.Action)
+}
+
 func (x *PlanDefinitionAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1466,6 +1569,13 @@ func (x *PlanDefinitionActionCondition) walk(w *walker) {
 
 func (x *PlanDefinitionActionCondition) walkID() string { return x.ID }
 
+func (x *PlanDefinitionActionCondition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Expression)
+}
+
 func (x *PlanDefinitionActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1607,6 +1717,15 @@ func (x *PlanDefinitionActionRelatedAction) walk(w *walker) {
 }
 
 func (x *PlanDefinitionActionRelatedAction) walkID() string { return x.ID }
+
+func (x *PlanDefinitionActionRelatedAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ActionID)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.OffsetDuration)
+	refsOne(r, x.OffsetRange)
+}
 
 func (x *PlanDefinitionActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1752,6 +1871,13 @@ func (x *PlanDefinitionActionParticipant) walk(w *walker) {
 
 func (x *PlanDefinitionActionParticipant) walkID() string { return x.ID }
 
+func (x *PlanDefinitionActionParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Role)
+}
+
 func (x *PlanDefinitionActionParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1879,6 +2005,13 @@ func (x *PlanDefinitionActionDynamicValue) walk(w *walker) {
 }
 
 func (x *PlanDefinitionActionDynamicValue) walkID() string { return x.ID }
+
+func (x *PlanDefinitionActionDynamicValue) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Path)
+	refsOne(r, x.Expression)
+}
 
 func (x *PlanDefinitionActionDynamicValue) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -160,6 +160,26 @@ func (x *Practitioner) walk(w *walker) {
 
 func (x *Practitioner) walkID() string { return x.ID }
 
+func (x *Practitioner) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsMany(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsMany(r, x.Address)
+	refsOne(r, x.Gender)
+	refsOne(r, x.BirthDate)
+	refsMany(r, x.Photo)
+	refsMany(r, x.Qualification)
+	refsMany(r, x.Communication)
+}
+
 func (x *Practitioner) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -356,6 +376,15 @@ func (x *PractitionerQualification) walk(w *walker) {
 }
 
 func (x *PractitionerQualification) walkID() string { return x.ID }
+
+func (x *PractitionerQualification) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Code)
+	refsOne(r, x.Period)
+	refsOne(r, x.Issuer)
+}
 
 func (x *PractitionerQualification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

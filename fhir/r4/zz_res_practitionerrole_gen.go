@@ -182,6 +182,30 @@ func (x *PractitionerRole) walk(w *walker) {
 
 func (x *PractitionerRole) walkID() string { return x.ID }
 
+func (x *PractitionerRole) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsOne(r, x.Period)
+	refsOne(r, x.Practitioner)
+	refsOne(r, x.Organization)
+	refsMany(r, x.Code)
+	refsMany(r, x.Specialty)
+	refsMany(r, x.Location)
+	refsMany(r, x.HealthcareService)
+	refsMany(r, x.Telecom)
+	refsMany(r, x.AvailableTime)
+	refsMany(r, x.NotAvailable)
+	refsOne(r, x.AvailabilityExceptions)
+	refsMany(r, x.Endpoint)
+}
+
 func (x *PractitionerRole) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -402,6 +426,15 @@ func (x *PractitionerRoleAvailableTime) walk(w *walker) {
 
 func (x *PractitionerRoleAvailableTime) walkID() string { return x.ID }
 
+func (x *PractitionerRoleAvailableTime) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.DaysOfWeek)
+	refsOne(r, x.AllDay)
+	refsOne(r, x.AvailableStartTime)
+	refsOne(r, x.AvailableEndTime)
+}
+
 func (x *PractitionerRoleAvailableTime) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -540,6 +573,13 @@ func (x *PractitionerRoleNotAvailable) walk(w *walker) {
 }
 
 func (x *PractitionerRoleNotAvailable) walkID() string { return x.ID }
+
+func (x *PractitionerRoleNotAvailable) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.During)
+}
 
 func (x *PractitionerRoleNotAvailable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -296,6 +296,48 @@ func (x *Procedure) walk(w *walker) {
 
 func (x *Procedure) walkID() string { return x.ID }
 
+func (x *Procedure) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.PerformedDateTime)
+	refsOne(r, x.PerformedPeriod)
+	refsOne(r, x.PerformedString)
+	refsOne(r, x.PerformedAge)
+	refsOne(r, x.PerformedRange)
+	refsOne(r, x.Recorder)
+	refsOne(r, x.Asserter)
+	refsMany(r, x.Performer)
+	refsOne(r, x.Location)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.BodySite)
+	refsOne(r, x.Outcome)
+	refsMany(r, x.Report)
+	refsMany(r, x.Complication)
+	refsMany(r, x.ComplicationDetail)
+	refsMany(r, x.FollowUp)
+	refsMany(r, x.Note)
+	refsMany(r, x.FocalDevice)
+	refsMany(r, x.UsedReference)
+	refsMany(r, x.UsedCode)
+}
+
 func (x *Procedure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -587,6 +629,14 @@ func (x *ProcedurePerformer) walk(w *walker) {
 
 func (x *ProcedurePerformer) walkID() string { return x.ID }
 
+func (x *ProcedurePerformer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Function)
+	refsOne(r, x.Actor)
+	refsOne(r, x.OnBehalfOf)
+}
+
 func (x *ProcedurePerformer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -715,6 +765,13 @@ func (x *ProcedureFocalDevice) walk(w *walker) {
 }
 
 func (x *ProcedureFocalDevice) walkID() string { return x.ID }
+
+func (x *ProcedureFocalDevice) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Action)
+	refsOne(r, x.Manipulated)
+}
 
 func (x *ProcedureFocalDevice) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

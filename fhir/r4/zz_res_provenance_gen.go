@@ -166,6 +166,27 @@ func (x *Provenance) walk(w *walker) {
 
 func (x *Provenance) walkID() string { return x.ID }
 
+func (x *Provenance) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Target)
+	refsOne(r, x.OccurredPeriod)
+	refsOne(r, x.OccurredDateTime)
+	refsOne(r, x.Recorded)
+	refsMany(r, x.Policy)
+	refsOne(r, x.Location)
+	refsMany(r, x.Reason)
+	refsOne(r, x.Activity)
+	refsMany(r, x.Agent)
+	refsMany(r, x.Entity)
+	refsMany(r, x.Signature)
+}
+
 func (x *Provenance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -374,6 +395,15 @@ func (x *ProvenanceAgent) walk(w *walker) {
 
 func (x *ProvenanceAgent) walkID() string { return x.ID }
 
+func (x *ProvenanceAgent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Role)
+	refsOne(r, x.Who)
+	refsOne(r, x.OnBehalfOf)
+}
+
 func (x *ProvenanceAgent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -514,6 +544,14 @@ func (x *ProvenanceEntity) walk(w *walker) {
 }
 
 func (x *ProvenanceEntity) walkID() string { return x.ID }
+
+func (x *ProvenanceEntity) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Role)
+	refsOne(r, x.What)
+	refsMany(r, x.Agent)
+}
 
 func (x *ProvenanceEntity) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

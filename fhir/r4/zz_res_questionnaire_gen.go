@@ -256,6 +256,38 @@ func (x *Questionnaire) walk(w *walker) {
 
 func (x *Questionnaire) walkID() string { return x.ID }
 
+func (x *Questionnaire) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsMany(r, x.DerivedFrom)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsMany(r, x.SubjectType)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Code)
+	refsMany(r, x.Item)
+}
+
 func (x *Questionnaire) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -607,6 +639,27 @@ func (x *QuestionnaireItem) walk(w *walker) {
 
 func (x *QuestionnaireItem) walkID() string { return x.ID }
 
+func (x *QuestionnaireItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.LinkID)
+	refsOne(r, x.Definition)
+	refsMany(r, x.Code)
+	refsOne(r, x.Prefix)
+	refsOne(r, x.Text)
+	refsOne(r, x.Type)
+	refsMany(r, x.EnableWhen)
+	refsOne(r, x.EnableBehavior)
+	refsOne(r, x.Required)
+	refsOne(r, x.Repeats)
+	refsOne(r, x.ReadOnly)
+	refsOne(r, x.MaxLength)
+	refsOne(r, x.AnswerValueSet)
+	refsMany(r, x.AnswerOption)
+	refsMany(r, x.Initial)
+	refsMany(r, x.Item)
+}
+
 func (x *QuestionnaireItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -877,6 +930,23 @@ func (x *QuestionnaireItemEnableWhen) walk(w *walker) {
 
 func (x *QuestionnaireItemEnableWhen) walkID() string { return x.ID }
 
+func (x *QuestionnaireItemEnableWhen) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Question)
+	refsOne(r, x.Operator)
+	refsOne(r, x.AnswerBoolean)
+	refsOne(r, x.AnswerDecimal)
+	refsOne(r, x.AnswerInteger)
+	refsOne(r, x.AnswerDate)
+	refsOne(r, x.AnswerDateTime)
+	refsOne(r, x.AnswerTime)
+	refsOne(r, x.AnswerString)
+	refsOne(r, x.AnswerCoding)
+	refsOne(r, x.AnswerQuantity)
+	refsOne(r, x.AnswerReference)
+}
+
 func (x *QuestionnaireItemEnableWhen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1105,6 +1175,18 @@ func (x *QuestionnaireItemAnswerOption) walk(w *walker) {
 }
 
 func (x *QuestionnaireItemAnswerOption) walkID() string { return x.ID }
+
+func (x *QuestionnaireItemAnswerOption) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.InitialSelected)
+}
 
 func (x *QuestionnaireItemAnswerOption) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1342,6 +1424,23 @@ func (x *QuestionnaireItemInitial) walk(w *walker) {
 }
 
 func (x *QuestionnaireItemInitial) walkID() string { return x.ID }
+
+func (x *QuestionnaireItemInitial) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueReference)
+}
 
 func (x *QuestionnaireItemInitial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -166,6 +166,27 @@ func (x *QuestionnaireResponse) walk(w *walker) {
 
 func (x *QuestionnaireResponse) walkID() string { return x.ID }
 
+func (x *QuestionnaireResponse) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Questionnaire)
+	refsOne(r, x.Status)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.Authored)
+	refsOne(r, x.Author)
+	refsOne(r, x.Source)
+	refsMany(r, x.Item)
+}
+
 func (x *QuestionnaireResponse) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -378,6 +399,16 @@ func (x *QuestionnaireResponseItem) walk(w *walker) {
 }
 
 func (x *QuestionnaireResponseItem) walkID() string { return x.ID }
+
+func (x *QuestionnaireResponseItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.LinkID)
+	refsOne(r, x.Definition)
+	refsOne(r, x.Text)
+	refsMany(r, x.Answer)
+	refsMany(r, x.Item)
+}
 
 func (x *QuestionnaireResponseItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -600,6 +631,24 @@ func (x *QuestionnaireResponseItemAnswer) walk(w *walker) {
 }
 
 func (x *QuestionnaireResponseItemAnswer) walkID() string { return x.ID }
+
+func (x *QuestionnaireResponseItemAnswer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueReference)
+	refsMany(r, x.Item)
+}
 
 func (x *QuestionnaireResponseItemAnswer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

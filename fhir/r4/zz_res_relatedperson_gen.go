@@ -172,6 +172,28 @@ func (x *RelatedPerson) walk(w *walker) {
 
 func (x *RelatedPerson) walkID() string { return x.ID }
 
+func (x *RelatedPerson) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsOne(r, x.Patient)
+	refsMany(r, x.Relationship)
+	refsMany(r, x.Name)
+	refsMany(r, x.Telecom)
+	refsOne(r, x.Gender)
+	refsOne(r, x.BirthDate)
+	refsMany(r, x.Address)
+	refsMany(r, x.Photo)
+	refsOne(r, x.Period)
+	refsMany(r, x.Communication)
+}
+
 func (x *RelatedPerson) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -366,6 +388,13 @@ func (x *RelatedPersonCommunication) walk(w *walker) {
 }
 
 func (x *RelatedPersonCommunication) walkID() string { return x.ID }
+
+func (x *RelatedPersonCommunication) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Language)
+	refsOne(r, x.Preferred)
+}
 
 func (x *RelatedPersonCommunication) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -214,6 +214,34 @@ func (x *RequestGroup) walk(w *walker) {
 
 func (x *RequestGroup) walkID() string { return x.ID }
 
+func (x *RequestGroup) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.InstantiatesCanonical)
+	refsMany(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.Replaces)
+	refsOne(r, x.GroupIdentifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Intent)
+	refsOne(r, x.Priority)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.AuthoredOn)
+	refsOne(r, x.Author)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Note)
+	refsMany(r, x.Action)
+}
+
 func (x *RequestGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -588,6 +616,35 @@ func (x *RequestGroupAction) walk(w *walker) {
 
 func (x *RequestGroupAction) walkID() string { return x.ID }
 
+func (x *RequestGroupAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Prefix)
+	refsOne(r, x.Title)
+	refsOne(r, x.Description)
+	refsOne(r, x.TextEquivalent)
+	refsOne(r, x.Priority)
+	refsMany(r, x.Code)
+	refsMany(r, x.Documentation)
+	refsMany(r, x.Condition)
+	refsMany(r, x.RelatedAction)
+	refsOne(r, x.TimingDateTime)
+	refsOne(r, x.TimingAge)
+	refsOne(r, x.TimingPeriod)
+	refsOne(r, x.TimingDuration)
+	refsOne(r, x.TimingRange)
+	refsOne(r, x.TimingTiming)
+	refsMany(r, x.Participant)
+	refsOne(r, x.Type)
+	refsOne(r, x.GroupingBehavior)
+	refsOne(r, x.SelectionBehavior)
+	refsOne(r, x.RequiredBehavior)
+	refsOne(r, x.PrecheckBehavior)
+	refsOne(r, x.CardinalityBehavior)
+	refsOne(r, x.Resource)
+	refsMany(r, x.Action)
+}
+
 func (x *RequestGroupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -825,6 +882,13 @@ func (x *RequestGroupActionCondition) walk(w *walker) {
 
 func (x *RequestGroupActionCondition) walkID() string { return x.ID }
 
+func (x *RequestGroupActionCondition) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Expression)
+}
+
 func (x *RequestGroupActionCondition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -966,6 +1030,15 @@ func (x *RequestGroupActionRelatedAction) walk(w *walker) {
 }
 
 func (x *RequestGroupActionRelatedAction) walkID() string { return x.ID }
+
+func (x *RequestGroupActionRelatedAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ActionID)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.OffsetDuration)
+	refsOne(r, x.OffsetRange)
+}
 
 func (x *RequestGroupActionRelatedAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

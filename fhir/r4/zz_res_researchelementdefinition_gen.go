@@ -338,6 +338,50 @@ func (x *ResearchElementDefinition) walk(w *walker) {
 
 func (x *ResearchElementDefinition) walkID() string { return x.ID }
 
+func (x *ResearchElementDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.ShortTitle)
+	refsOne(r, x.Subtitle)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.SubjectCodeableConcept)
+	refsOne(r, x.SubjectReference)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.Comment)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Usage)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsMany(r, x.Library)
+	refsOne(r, x.Type)
+	refsOne(r, x.VariableType)
+	refsMany(r, x.Characteristic)
+}
+
 func (x *ResearchElementDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -772,6 +816,32 @@ func (x *ResearchElementDefinitionCharacteristic) walk(w *walker) {
 }
 
 func (x *ResearchElementDefinitionCharacteristic) walkID() string { return x.ID }
+
+func (x *ResearchElementDefinitionCharacteristic) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.DefinitionCodeableConcept)
+	refsOne(r, x.DefinitionCanonical)
+	refsOne(r, x.DefinitionExpression)
+	refsOne(r, x.DefinitionDataRequirement)
+	refsMany(r, x.UsageContext)
+	refsOne(r, x.Exclude)
+	refsOne(r, x.UnitOfMeasure)
+	refsOne(r, x.StudyEffectiveDescription)
+	refsOne(r, x.StudyEffectiveDateTime)
+	refsOne(r, x.StudyEffectivePeriod)
+	refsOne(r, x.StudyEffectiveDuration)
+	refsOne(r, x.StudyEffectiveTiming)
+	refsOne(r, x.StudyEffectiveTimeFromStart)
+	refsOne(r, x.StudyEffectiveGroupMeasure)
+	refsOne(r, x.ParticipantEffectiveDescription)
+	refsOne(r, x.ParticipantEffectiveDateTime)
+	refsOne(r, x.ParticipantEffectivePeriod)
+	refsOne(r, x.ParticipantEffectiveDuration)
+	refsOne(r, x.ParticipantEffectiveTiming)
+	refsOne(r, x.ParticipantEffectiveTimeFromStart)
+	refsOne(r, x.ParticipantEffectiveGroupMeasure)
+}
 
 func (x *ResearchElementDefinitionCharacteristic) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -244,6 +244,40 @@ func (x *ResearchStudy) walk(w *walker) {
 
 func (x *ResearchStudy) walkID() string { return x.ID }
 
+func (x *ResearchStudy) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Title)
+	refsMany(r, x.Protocol)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.PrimaryPurposeType)
+	refsOne(r, x.Phase)
+	refsMany(r, x.Category)
+	refsMany(r, x.Focus)
+	refsMany(r, x.Condition)
+	refsMany(r, x.Contact)
+	refsMany(r, x.RelatedArtifact)
+	refsMany(r, x.Keyword)
+	refsMany(r, x.Location)
+	refsOne(r, x.Description)
+	refsMany(r, x.Enrollment)
+	refsOne(r, x.Period)
+	refsOne(r, x.Sponsor)
+	refsOne(r, x.PrincipalInvestigator)
+	refsMany(r, x.Site)
+	refsOne(r, x.ReasonStopped)
+	refsMany(r, x.Note)
+	refsMany(r, x.Arm)
+	refsMany(r, x.Objective)
+}
+
 func (x *ResearchStudy) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -495,6 +529,14 @@ func (x *ResearchStudyArm) walk(w *walker) {
 
 func (x *ResearchStudyArm) walkID() string { return x.ID }
 
+func (x *ResearchStudyArm) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Type)
+	refsOne(r, x.Description)
+}
+
 func (x *ResearchStudyArm) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -627,6 +669,13 @@ func (x *ResearchStudyObjective) walk(w *walker) {
 }
 
 func (x *ResearchStudyObjective) walkID() string { return x.ID }
+
+func (x *ResearchStudyObjective) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Type)
+}
 
 func (x *ResearchStudyObjective) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -148,6 +148,24 @@ func (x *ResearchSubject) walk(w *walker) {
 
 func (x *ResearchSubject) walkID() string { return x.ID }
 
+func (x *ResearchSubject) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Period)
+	refsOne(r, x.Study)
+	refsOne(r, x.Individual)
+	refsOne(r, x.AssignedArm)
+	refsOne(r, x.ActualArm)
+	refsOne(r, x.Consent)
+}
+
 func (x *ResearchSubject) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -208,6 +208,34 @@ func (x *RiskAssessment) walk(w *walker) {
 
 func (x *RiskAssessment) walkID() string { return x.ID }
 
+func (x *RiskAssessment) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.BasedOn)
+	refsOne(r, x.Parent)
+	refsOne(r, x.Status)
+	refsOne(r, x.Method)
+	refsOne(r, x.Code)
+	refsOne(r, x.Subject)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.Condition)
+	refsOne(r, x.Performer)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsMany(r, x.Basis)
+	refsMany(r, x.Prediction)
+	refsOne(r, x.Mitigation)
+	refsMany(r, x.Note)
+}
+
 func (x *RiskAssessment) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -473,6 +501,19 @@ func (x *RiskAssessmentPrediction) walk(w *walker) {
 }
 
 func (x *RiskAssessmentPrediction) walkID() string { return x.ID }
+
+func (x *RiskAssessmentPrediction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.ProbabilityDecimal)
+	refsOne(r, x.ProbabilityRange)
+	refsOne(r, x.QualitativeRisk)
+	refsOne(r, x.RelativeRisk)
+	refsOne(r, x.WhenPeriod)
+	refsOne(r, x.WhenRange)
+	refsOne(r, x.Rationale)
+}
 
 func (x *RiskAssessmentPrediction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -302,6 +302,47 @@ func (x *RiskEvidenceSynthesis) walk(w *walker) {
 
 func (x *RiskEvidenceSynthesis) walkID() string { return x.ID }
 
+func (x *RiskEvidenceSynthesis) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.Note)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.ApprovalDate)
+	refsOne(r, x.LastReviewDate)
+	refsOne(r, x.EffectivePeriod)
+	refsMany(r, x.Topic)
+	refsMany(r, x.Author)
+	refsMany(r, x.Editor)
+	refsMany(r, x.Reviewer)
+	refsMany(r, x.Endorser)
+	refsMany(r, x.RelatedArtifact)
+	refsOne(r, x.SynthesisType)
+	refsOne(r, x.StudyType)
+	refsOne(r, x.Population)
+	refsOne(r, x.Exposure)
+	refsOne(r, x.Outcome)
+	refsOne(r, x.SampleSize)
+	refsOne(r, x.RiskEstimate)
+	refsMany(r, x.Certainty)
+}
+
 func (x *RiskEvidenceSynthesis) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -591,6 +632,14 @@ func (x *RiskEvidenceSynthesisSampleSize) walk(w *walker) {
 
 func (x *RiskEvidenceSynthesisSampleSize) walkID() string { return x.ID }
 
+func (x *RiskEvidenceSynthesisSampleSize) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.NumberOfStudies)
+	refsOne(r, x.NumberOfParticipants)
+}
+
 func (x *RiskEvidenceSynthesisSampleSize) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -761,6 +810,18 @@ func (x *RiskEvidenceSynthesisRiskEstimate) walk(w *walker) {
 
 func (x *RiskEvidenceSynthesisRiskEstimate) walkID() string { return x.ID }
 
+func (x *RiskEvidenceSynthesisRiskEstimate) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Type)
+	refsOne(r, x.Value)
+	refsOne(r, x.UnitOfMeasure)
+	refsOne(r, x.DenominatorCount)
+	refsOne(r, x.NumeratorCount)
+	refsMany(r, x.PrecisionEstimate)
+}
+
 func (x *RiskEvidenceSynthesisRiskEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -928,6 +989,15 @@ func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walk(w *walker) {
 
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) walkID() string { return x.ID }
 
+func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Level)
+	refsOne(r, x.From)
+	refsOne(r, x.To)
+}
+
 func (x *RiskEvidenceSynthesisRiskEstimatePrecisionEstimate) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1070,6 +1140,14 @@ func (x *RiskEvidenceSynthesisCertainty) walk(w *walker) {
 
 func (x *RiskEvidenceSynthesisCertainty) walkID() string { return x.ID }
 
+func (x *RiskEvidenceSynthesisCertainty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Rating)
+	refsMany(r, x.Note)
+	refsMany(r, x.CertaintySubcomponent)
+}
+
 func (x *RiskEvidenceSynthesisCertainty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1204,6 +1282,14 @@ func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walk(w *walker) {
 }
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) walkID() string { return x.ID }
+
+func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsMany(r, x.Rating)
+	refsMany(r, x.Note)
+}
 
 func (x *RiskEvidenceSynthesisCertaintyCertaintySubcomponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -146,6 +146,24 @@ func (x *Schedule) walk(w *walker) {
 
 func (x *Schedule) walkID() string { return x.ID }
 
+func (x *Schedule) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Active)
+	refsMany(r, x.ServiceCategory)
+	refsMany(r, x.ServiceType)
+	refsMany(r, x.Specialty)
+	refsMany(r, x.Actor)
+	refsOne(r, x.PlanningHorizon)
+	refsOne(r, x.Comment)
+}
+
 func (x *Schedule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

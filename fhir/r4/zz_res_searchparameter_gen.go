@@ -294,6 +294,42 @@ func (x *SearchParameter) walk(w *walker) {
 
 func (x *SearchParameter) walkID() string { return x.ID }
 
+func (x *SearchParameter) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.DerivedFrom)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Code)
+	refsMany(r, x.Base)
+	refsOne(r, x.Type)
+	refsOne(r, x.Expression)
+	refsOne(r, x.Xpath)
+	refsOne(r, x.XpathUsage)
+	refsMany(r, x.Target)
+	refsOne(r, x.MultipleOr)
+	refsOne(r, x.MultipleAnd)
+	refsMany(r, x.Comparator)
+	refsMany(r, x.Modifier)
+	refsMany(r, x.Chain)
+	refsMany(r, x.Component)
+}
+
 func (x *SearchParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -565,6 +601,13 @@ func (x *SearchParameterComponent) walk(w *walker) {
 }
 
 func (x *SearchParameterComponent) walkID() string { return x.ID }
+
+func (x *SearchParameterComponent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Definition)
+	refsOne(r, x.Expression)
+}
 
 func (x *SearchParameterComponent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

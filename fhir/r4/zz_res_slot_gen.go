@@ -170,6 +170,27 @@ func (x *Slot) walk(w *walker) {
 
 func (x *Slot) walkID() string { return x.ID }
 
+func (x *Slot) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.ServiceCategory)
+	refsMany(r, x.ServiceType)
+	refsMany(r, x.Specialty)
+	refsOne(r, x.AppointmentType)
+	refsOne(r, x.Schedule)
+	refsOne(r, x.Status)
+	refsOne(r, x.Start)
+	refsOne(r, x.End)
+	refsOne(r, x.Overbooked)
+	refsOne(r, x.Comment)
+}
+
 func (x *Slot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName

@@ -176,6 +176,29 @@ func (x *Specimen) walk(w *walker) {
 
 func (x *Specimen) walkID() string { return x.ID }
 
+func (x *Specimen) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.AccessionIdentifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Type)
+	refsOne(r, x.Subject)
+	refsOne(r, x.ReceivedTime)
+	refsMany(r, x.Parent)
+	refsMany(r, x.Request)
+	refsOne(r, x.Collection)
+	refsMany(r, x.Processing)
+	refsMany(r, x.Container)
+	refsMany(r, x.Condition)
+	refsMany(r, x.Note)
+}
+
 func (x *Specimen) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -416,6 +439,20 @@ func (x *SpecimenCollection) walk(w *walker) {
 
 func (x *SpecimenCollection) walkID() string { return x.ID }
 
+func (x *SpecimenCollection) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Collector)
+	refsOne(r, x.CollectedDateTime)
+	refsOne(r, x.CollectedPeriod)
+	refsOne(r, x.Duration)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.Method)
+	refsOne(r, x.BodySite)
+	refsOne(r, x.FastingStatusCodeableConcept)
+	refsOne(r, x.FastingStatusDuration)
+}
+
 func (x *SpecimenCollection) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -606,6 +643,16 @@ func (x *SpecimenProcessing) walk(w *walker) {
 
 func (x *SpecimenProcessing) walkID() string { return x.ID }
 
+func (x *SpecimenProcessing) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.Procedure)
+	refsMany(r, x.Additive)
+	refsOne(r, x.TimeDateTime)
+	refsOne(r, x.TimePeriod)
+}
+
 func (x *SpecimenProcessing) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -783,6 +830,18 @@ func (x *SpecimenContainer) walk(w *walker) {
 }
 
 func (x *SpecimenContainer) walkID() string { return x.ID }
+
+func (x *SpecimenContainer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Description)
+	refsOne(r, x.Type)
+	refsOne(r, x.Capacity)
+	refsOne(r, x.SpecimenQuantity)
+	refsOne(r, x.AdditiveCodeableConcept)
+	refsOne(r, x.AdditiveReference)
+}
 
 func (x *SpecimenContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

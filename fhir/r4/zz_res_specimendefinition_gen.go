@@ -132,6 +132,22 @@ func (x *SpecimenDefinition) walk(w *walker) {
 
 func (x *SpecimenDefinition) walkID() string { return x.ID }
 
+func (x *SpecimenDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.TypeCollected)
+	refsMany(r, x.PatientPreparation)
+	refsOne(r, x.TimeAspect)
+	refsMany(r, x.Collection)
+	refsMany(r, x.TypeTested)
+}
+
 func (x *SpecimenDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -341,6 +357,19 @@ func (x *SpecimenDefinitionTypeTested) walk(w *walker) {
 
 func (x *SpecimenDefinitionTypeTested) walkID() string { return x.ID }
 
+func (x *SpecimenDefinitionTypeTested) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.IsDerived)
+	refsOne(r, x.Type)
+	refsOne(r, x.Preference)
+	refsOne(r, x.Container)
+	refsOne(r, x.Requirement)
+	refsOne(r, x.RetentionTime)
+	refsMany(r, x.RejectionCriterion)
+	refsMany(r, x.Handling)
+}
+
 func (x *SpecimenDefinitionTypeTested) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -541,6 +570,20 @@ func (x *SpecimenDefinitionTypeTestedContainer) walk(w *walker) {
 
 func (x *SpecimenDefinitionTypeTestedContainer) walkID() string { return x.ID }
 
+func (x *SpecimenDefinitionTypeTestedContainer) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Material)
+	refsOne(r, x.Type)
+	refsOne(r, x.Cap)
+	refsOne(r, x.Description)
+	refsOne(r, x.Capacity)
+	refsOne(r, x.MinimumVolumeQuantity)
+	refsOne(r, x.MinimumVolumeString)
+	refsMany(r, x.Additive)
+	refsOne(r, x.Preparation)
+}
+
 func (x *SpecimenDefinitionTypeTestedContainer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -704,6 +747,13 @@ func (x *SpecimenDefinitionTypeTestedContainerAdditive) walk(w *walker) {
 
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) walkID() string { return x.ID }
 
+func (x *SpecimenDefinitionTypeTestedContainerAdditive) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.AdditiveCodeableConcept)
+	refsOne(r, x.AdditiveReference)
+}
+
 func (x *SpecimenDefinitionTypeTestedContainerAdditive) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -849,6 +899,15 @@ func (x *SpecimenDefinitionTypeTestedHandling) walk(w *walker) {
 }
 
 func (x *SpecimenDefinitionTypeTestedHandling) walkID() string { return x.ID }
+
+func (x *SpecimenDefinitionTypeTestedHandling) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.TemperatureQualifier)
+	refsOne(r, x.TemperatureRange)
+	refsOne(r, x.MaxDuration)
+	refsOne(r, x.Instruction)
+}
 
 func (x *SpecimenDefinitionTypeTestedHandling) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -292,6 +292,43 @@ func (x *StructureDefinition) walk(w *walker) {
 
 func (x *StructureDefinition) walkID() string { return x.ID }
 
+func (x *StructureDefinition) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsMany(r, x.Keyword)
+	refsOne(r, x.FhirVersion)
+	refsMany(r, x.Mapping)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Abstract)
+	refsMany(r, x.Context)
+	refsMany(r, x.ContextInvariant)
+	refsOne(r, x.Type)
+	refsOne(r, x.BaseDefinition)
+	refsOne(r, x.Derivation)
+	refsOne(r, x.Snapshot)
+	refsOne(r, x.Differential)
+}
+
 func (x *StructureDefinition) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -580,6 +617,15 @@ func (x *StructureDefinitionMapping) walk(w *walker) {
 
 func (x *StructureDefinitionMapping) walkID() string { return x.ID }
 
+func (x *StructureDefinitionMapping) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identity)
+	refsOne(r, x.URI)
+	refsOne(r, x.Name)
+	refsOne(r, x.Comment)
+}
+
 func (x *StructureDefinitionMapping) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -721,6 +767,13 @@ func (x *StructureDefinitionContext) walk(w *walker) {
 
 func (x *StructureDefinitionContext) walkID() string { return x.ID }
 
+func (x *StructureDefinitionContext) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Expression)
+}
+
 func (x *StructureDefinitionContext) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -842,6 +895,12 @@ func (x *StructureDefinitionSnapshot) walk(w *walker) {
 
 func (x *StructureDefinitionSnapshot) walkID() string { return x.ID }
 
+func (x *StructureDefinitionSnapshot) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Element)
+}
+
 func (x *StructureDefinitionSnapshot) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -956,6 +1015,12 @@ func (x *StructureDefinitionDifferential) walk(w *walker) {
 }
 
 func (x *StructureDefinitionDifferential) walkID() string { return x.ID }
+
+func (x *StructureDefinitionDifferential) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Element)
+}
 
 func (x *StructureDefinitionDifferential) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

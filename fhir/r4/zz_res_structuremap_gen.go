@@ -226,6 +226,34 @@ func (x *StructureMap) walk(w *walker) {
 
 func (x *StructureMap) walkID() string { return x.ID }
 
+func (x *StructureMap) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsMany(r, x.Structure)
+	refsMany(r, x.Import)
+	refsMany(r, x.Group)
+}
+
 func (x *StructureMap) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -472,6 +500,15 @@ func (x *StructureMapStructure) walk(w *walker) {
 
 func (x *StructureMapStructure) walkID() string { return x.ID }
 
+func (x *StructureMapStructure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Alias)
+	refsOne(r, x.Documentation)
+}
+
 func (x *StructureMapStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -641,6 +678,17 @@ func (x *StructureMapGroup) walk(w *walker) {
 
 func (x *StructureMapGroup) walkID() string { return x.ID }
 
+func (x *StructureMapGroup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Extends)
+	refsOne(r, x.TypeMode)
+	refsOne(r, x.Documentation)
+	refsMany(r, x.Input)
+	refsMany(r, x.Rule)
+}
+
 func (x *StructureMapGroup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -806,6 +854,15 @@ func (x *StructureMapGroupInput) walk(w *walker) {
 
 func (x *StructureMapGroupInput) walkID() string { return x.ID }
 
+func (x *StructureMapGroupInput) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Type)
+	refsOne(r, x.Mode)
+	refsOne(r, x.Documentation)
+}
+
 func (x *StructureMapGroupInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -970,6 +1027,17 @@ func (x *StructureMapGroupRule) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRule) walkID() string { return x.ID }
+
+func (x *StructureMapGroupRule) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsMany(r, x.Source)
+	refsMany(r, x.Target)
+	refsMany(r, x.Rule)
+	refsMany(r, x.Dependent)
+	refsOne(r, x.Documentation)
+}
 
 func (x *StructureMapGroupRule) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1520,6 +1588,71 @@ func (x *StructureMapGroupRuleSource) walk(w *walker) {
 
 func (x *StructureMapGroupRuleSource) walkID() string { return x.ID }
 
+func (x *StructureMapGroupRuleSource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Context)
+	refsOne(r, x.Min)
+	refsOne(r, x.Max)
+	refsOne(r, x.Type)
+	refsOne(r, x.DefaultValueBase64Binary)
+	refsOne(r, x.DefaultValueBoolean)
+	refsOne(r, x.DefaultValueCanonical)
+	refsOne(r, x.DefaultValueCode)
+	refsOne(r, x.DefaultValueDate)
+	refsOne(r, x.DefaultValueDateTime)
+	refsOne(r, x.DefaultValueDecimal)
+	refsOne(r, x.DefaultValueID)
+	refsOne(r, x.DefaultValueInstant)
+	refsOne(r, x.DefaultValueInteger)
+	refsOne(r, x.DefaultValueMarkdown)
+	refsOne(r, x.DefaultValueOID)
+	refsOne(r, x.DefaultValuePositiveInt)
+	refsOne(r, x.DefaultValueString)
+	refsOne(r, x.DefaultValueTime)
+	refsOne(r, x.DefaultValueUnsignedInt)
+	refsOne(r, x.DefaultValueURI)
+	refsOne(r, x.DefaultValueURL)
+	refsOne(r, x.DefaultValueUUID)
+	refsOne(r, x.DefaultValueAddress)
+	refsOne(r, x.DefaultValueAge)
+	refsOne(r, x.DefaultValueAnnotation)
+	refsOne(r, x.DefaultValueAttachment)
+	refsOne(r, x.DefaultValueCodeableConcept)
+	refsOne(r, x.DefaultValueCoding)
+	refsOne(r, x.DefaultValueContactPoint)
+	refsOne(r, x.DefaultValueCount)
+	refsOne(r, x.DefaultValueDistance)
+	refsOne(r, x.DefaultValueDuration)
+	refsOne(r, x.DefaultValueHumanName)
+	refsOne(r, x.DefaultValueIdentifier)
+	refsOne(r, x.DefaultValueMoney)
+	refsOne(r, x.DefaultValuePeriod)
+	refsOne(r, x.DefaultValueQuantity)
+	refsOne(r, x.DefaultValueRange)
+	refsOne(r, x.DefaultValueRatio)
+	refsOne(r, x.DefaultValueReference)
+	refsOne(r, x.DefaultValueSampledData)
+	refsOne(r, x.DefaultValueSignature)
+	refsOne(r, x.DefaultValueTiming)
+	refsOne(r, x.DefaultValueContactDetail)
+	refsOne(r, x.DefaultValueContributor)
+	refsOne(r, x.DefaultValueDataRequirement)
+	refsOne(r, x.DefaultValueExpression)
+	refsOne(r, x.DefaultValueParameterDefinition)
+	refsOne(r, x.DefaultValueRelatedArtifact)
+	refsOne(r, x.DefaultValueTriggerDefinition)
+	refsOne(r, x.DefaultValueUsageContext)
+	refsOne(r, x.DefaultValueDosage)
+	refsOne(r, x.DefaultValueMeta)
+	refsOne(r, x.Element)
+	refsOne(r, x.ListMode)
+	refsOne(r, x.Variable)
+	refsOne(r, x.Condition)
+	refsOne(r, x.Check)
+	refsOne(r, x.LogMessage)
+}
+
 func (x *StructureMapGroupRuleSource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2011,6 +2144,19 @@ func (x *StructureMapGroupRuleTarget) walk(w *walker) {
 
 func (x *StructureMapGroupRuleTarget) walkID() string { return x.ID }
 
+func (x *StructureMapGroupRuleTarget) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Context)
+	refsOne(r, x.ContextType)
+	refsOne(r, x.Element)
+	refsOne(r, x.Variable)
+	refsMany(r, x.ListMode)
+	refsOne(r, x.ListRuleID)
+	refsOne(r, x.Transform)
+	refsMany(r, x.Parameter)
+}
+
 func (x *StructureMapGroupRuleTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2195,6 +2341,16 @@ func (x *StructureMapGroupRuleTargetParameter) walk(w *walker) {
 
 func (x *StructureMapGroupRuleTargetParameter) walkID() string { return x.ID }
 
+func (x *StructureMapGroupRuleTargetParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.ValueID)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueDecimal)
+}
+
 func (x *StructureMapGroupRuleTargetParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2350,6 +2506,13 @@ func (x *StructureMapGroupRuleDependent) walk(w *walker) {
 }
 
 func (x *StructureMapGroupRuleDependent) walkID() string { return x.ID }
+
+func (x *StructureMapGroupRuleDependent) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsMany(r, x.Variable)
+}
 
 func (x *StructureMapGroupRuleDependent) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

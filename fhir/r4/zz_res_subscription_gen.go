@@ -146,6 +146,23 @@ func (x *Subscription) walk(w *walker) {
 
 func (x *Subscription) walkID() string { return x.ID }
 
+func (x *Subscription) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Status)
+	refsMany(r, x.Contact)
+	refsOne(r, x.End)
+	refsOne(r, x.Reason)
+	refsOne(r, x.Criteria)
+	refsOne(r, x.Error)
+	refsOne(r, x.Channel)
+}
+
 func (x *Subscription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -340,6 +357,15 @@ func (x *SubscriptionChannel) walk(w *walker) {
 }
 
 func (x *SubscriptionChannel) walkID() string { return x.ID }
+
+func (x *SubscriptionChannel) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Endpoint)
+	refsOne(r, x.Payload)
+	refsMany(r, x.Header)
+}
 
 func (x *SubscriptionChannel) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

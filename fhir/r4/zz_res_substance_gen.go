@@ -140,6 +140,23 @@ func (x *Substance) walk(w *walker) {
 
 func (x *Substance) walkID() string { return x.ID }
 
+func (x *Substance) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsMany(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsMany(r, x.Instance)
+	refsMany(r, x.Ingredient)
+}
+
 func (x *Substance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -320,6 +337,14 @@ func (x *SubstanceInstance) walk(w *walker) {
 
 func (x *SubstanceInstance) walkID() string { return x.ID }
 
+func (x *SubstanceInstance) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Expiry)
+	refsOne(r, x.Quantity)
+}
+
 func (x *SubstanceInstance) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -455,6 +480,14 @@ func (x *SubstanceIngredient) walk(w *walker) {
 }
 
 func (x *SubstanceIngredient) walkID() string { return x.ID }
+
+func (x *SubstanceIngredient) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.SubstanceCodeableConcept)
+	refsOne(r, x.SubstanceReference)
+}
 
 func (x *SubstanceIngredient) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -128,6 +128,21 @@ func (x *SubstanceNucleicAcid) walk(w *walker) {
 
 func (x *SubstanceNucleicAcid) walkID() string { return x.ID }
 
+func (x *SubstanceNucleicAcid) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SequenceType)
+	refsOne(r, x.NumberOfSubunits)
+	refsOne(r, x.AreaOfHybridisation)
+	refsOne(r, x.OligoNucleotideType)
+	refsMany(r, x.Subunit)
+}
+
 func (x *SubstanceNucleicAcid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -334,6 +349,19 @@ func (x *SubstanceNucleicAcidSubunit) walk(w *walker) {
 
 func (x *SubstanceNucleicAcidSubunit) walkID() string { return x.ID }
 
+func (x *SubstanceNucleicAcidSubunit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Subunit)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Length)
+	refsOne(r, x.SequenceAttachment)
+	refsOne(r, x.FivePrime)
+	refsOne(r, x.ThreePrime)
+	refsMany(r, x.Linkage)
+	refsMany(r, x.Sugar)
+}
+
 func (x *SubstanceNucleicAcidSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -504,6 +532,15 @@ func (x *SubstanceNucleicAcidSubunitLinkage) walk(w *walker) {
 
 func (x *SubstanceNucleicAcidSubunitLinkage) walkID() string { return x.ID }
 
+func (x *SubstanceNucleicAcidSubunitLinkage) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Connectivity)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Name)
+	refsOne(r, x.ResidueSite)
+}
+
 func (x *SubstanceNucleicAcidSubunitLinkage) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -649,6 +686,14 @@ func (x *SubstanceNucleicAcidSubunitSugar) walk(w *walker) {
 }
 
 func (x *SubstanceNucleicAcidSubunitSugar) walkID() string { return x.ID }
+
+func (x *SubstanceNucleicAcidSubunitSugar) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Name)
+	refsOne(r, x.ResidueSite)
+}
 
 func (x *SubstanceNucleicAcidSubunitSugar) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

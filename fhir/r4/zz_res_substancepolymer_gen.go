@@ -132,6 +132,22 @@ func (x *SubstancePolymer) walk(w *walker) {
 
 func (x *SubstancePolymer) walkID() string { return x.ID }
 
+func (x *SubstancePolymer) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Class)
+	refsOne(r, x.Geometry)
+	refsMany(r, x.CopolymerConnectivity)
+	refsMany(r, x.Modification)
+	refsMany(r, x.MonomerSet)
+	refsMany(r, x.Repeat)
+}
+
 func (x *SubstancePolymer) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -299,6 +315,13 @@ func (x *SubstancePolymerMonomerSet) walk(w *walker) {
 
 func (x *SubstancePolymerMonomerSet) walkID() string { return x.ID }
 
+func (x *SubstancePolymerMonomerSet) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.RatioType)
+	refsMany(r, x.StartingMaterial)
+}
+
 func (x *SubstancePolymerMonomerSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -437,6 +460,15 @@ func (x *SubstancePolymerMonomerSetStartingMaterial) walk(w *walker) {
 }
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) walkID() string { return x.ID }
+
+func (x *SubstancePolymerMonomerSetStartingMaterial) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Material)
+	refsOne(r, x.Type)
+	refsOne(r, x.IsDefining)
+	refsOne(r, x.Amount)
+}
 
 func (x *SubstancePolymerMonomerSetStartingMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -587,6 +619,15 @@ func (x *SubstancePolymerRepeat) walk(w *walker) {
 }
 
 func (x *SubstancePolymerRepeat) walkID() string { return x.ID }
+
+func (x *SubstancePolymerRepeat) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.NumberOfUnits)
+	refsOne(r, x.AverageMolecularFormula)
+	refsOne(r, x.RepeatUnitAmountType)
+	refsMany(r, x.RepeatUnit)
+}
 
 func (x *SubstancePolymerRepeat) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -743,6 +784,16 @@ func (x *SubstancePolymerRepeatRepeatUnit) walk(w *walker) {
 
 func (x *SubstancePolymerRepeatRepeatUnit) walkID() string { return x.ID }
 
+func (x *SubstancePolymerRepeatRepeatUnit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.OrientationOfPolymerisation)
+	refsOne(r, x.RepeatUnit)
+	refsOne(r, x.Amount)
+	refsMany(r, x.DegreeOfPolymerisation)
+	refsMany(r, x.StructuralRepresentation)
+}
+
 func (x *SubstancePolymerRepeatRepeatUnit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -881,6 +932,13 @@ func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walk(w *walker)
 
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) walkID() string { return x.ID }
 
+func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Degree)
+	refsOne(r, x.Amount)
+}
+
 func (x *SubstancePolymerRepeatRepeatUnitDegreeOfPolymerisation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1013,6 +1071,14 @@ func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walk(w *walke
 }
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) walkID() string { return x.ID }
+
+func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Representation)
+	refsOne(r, x.Attachment)
+}
 
 func (x *SubstancePolymerRepeatRepeatUnitStructuralRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -122,6 +122,20 @@ func (x *SubstanceProtein) walk(w *walker) {
 
 func (x *SubstanceProtein) walkID() string { return x.ID }
 
+func (x *SubstanceProtein) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SequenceType)
+	refsOne(r, x.NumberOfSubunits)
+	refsMany(r, x.DisulfideLinkage)
+	refsMany(r, x.Subunit)
+}
+
 func (x *SubstanceProtein) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -327,6 +341,19 @@ func (x *SubstanceProteinSubunit) walk(w *walker) {
 }
 
 func (x *SubstanceProteinSubunit) walkID() string { return x.ID }
+
+func (x *SubstanceProteinSubunit) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Subunit)
+	refsOne(r, x.Sequence)
+	refsOne(r, x.Length)
+	refsOne(r, x.SequenceAttachment)
+	refsOne(r, x.NTerminalModificationID)
+	refsOne(r, x.NTerminalModification)
+	refsOne(r, x.CTerminalModificationID)
+	refsOne(r, x.CTerminalModification)
+}
 
 func (x *SubstanceProteinSubunit) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

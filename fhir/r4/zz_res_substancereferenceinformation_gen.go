@@ -126,6 +126,21 @@ func (x *SubstanceReferenceInformation) walk(w *walker) {
 
 func (x *SubstanceReferenceInformation) walkID() string { return x.ID }
 
+func (x *SubstanceReferenceInformation) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Comment)
+	refsMany(r, x.Gene)
+	refsMany(r, x.GeneElement)
+	refsMany(r, x.Classification)
+	refsMany(r, x.Target)
+}
+
 func (x *SubstanceReferenceInformation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -295,6 +310,14 @@ func (x *SubstanceReferenceInformationGene) walk(w *walker) {
 
 func (x *SubstanceReferenceInformationGene) walkID() string { return x.ID }
 
+func (x *SubstanceReferenceInformationGene) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.GeneSequenceOrigin)
+	refsOne(r, x.Gene)
+	refsMany(r, x.Source)
+}
+
 func (x *SubstanceReferenceInformationGene) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -429,6 +452,14 @@ func (x *SubstanceReferenceInformationGeneElement) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationGeneElement) walkID() string { return x.ID }
+
+func (x *SubstanceReferenceInformationGeneElement) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Element)
+	refsMany(r, x.Source)
+}
 
 func (x *SubstanceReferenceInformationGeneElement) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -570,6 +601,15 @@ func (x *SubstanceReferenceInformationClassification) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationClassification) walkID() string { return x.ID }
+
+func (x *SubstanceReferenceInformationClassification) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Domain)
+	refsOne(r, x.Classification)
+	refsMany(r, x.Subtype)
+	refsMany(r, x.Source)
+}
 
 func (x *SubstanceReferenceInformationClassification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -753,6 +793,21 @@ func (x *SubstanceReferenceInformationTarget) walk(w *walker) {
 }
 
 func (x *SubstanceReferenceInformationTarget) walkID() string { return x.ID }
+
+func (x *SubstanceReferenceInformationTarget) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Target)
+	refsOne(r, x.Type)
+	refsOne(r, x.Interaction)
+	refsOne(r, x.Organism)
+	refsOne(r, x.OrganismType)
+	refsOne(r, x.AmountQuantity)
+	refsOne(r, x.AmountRange)
+	refsOne(r, x.AmountString)
+	refsOne(r, x.AmountType)
+	refsMany(r, x.Source)
+}
 
 func (x *SubstanceReferenceInformationTarget) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

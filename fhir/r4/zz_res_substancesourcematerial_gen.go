@@ -178,6 +178,29 @@ func (x *SubstanceSourceMaterial) walk(w *walker) {
 
 func (x *SubstanceSourceMaterial) walkID() string { return x.ID }
 
+func (x *SubstanceSourceMaterial) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SourceMaterialClass)
+	refsOne(r, x.SourceMaterialType)
+	refsOne(r, x.SourceMaterialState)
+	refsOne(r, x.OrganismID)
+	refsOne(r, x.OrganismName)
+	refsMany(r, x.ParentSubstanceID)
+	refsMany(r, x.ParentSubstanceName)
+	refsMany(r, x.CountryOfOrigin)
+	refsMany(r, x.GeographicalLocation)
+	refsOne(r, x.DevelopmentStage)
+	refsMany(r, x.FractionDescription)
+	refsOne(r, x.Organism)
+	refsMany(r, x.PartDescription)
+}
+
 func (x *SubstanceSourceMaterial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -377,6 +400,13 @@ func (x *SubstanceSourceMaterialFractionDescription) walk(w *walker) {
 
 func (x *SubstanceSourceMaterialFractionDescription) walkID() string { return x.ID }
 
+func (x *SubstanceSourceMaterialFractionDescription) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Fraction)
+	refsOne(r, x.MaterialType)
+}
+
 func (x *SubstanceSourceMaterialFractionDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -541,6 +571,19 @@ func (x *SubstanceSourceMaterialOrganism) walk(w *walker) {
 
 func (x *SubstanceSourceMaterialOrganism) walkID() string { return x.ID }
 
+func (x *SubstanceSourceMaterialOrganism) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Family)
+	refsOne(r, x.Genus)
+	refsOne(r, x.Species)
+	refsOne(r, x.IntraspecificType)
+	refsOne(r, x.IntraspecificDescription)
+	refsMany(r, x.Author)
+	refsOne(r, x.Hybrid)
+	refsOne(r, x.OrganismGeneral)
+}
+
 func (x *SubstanceSourceMaterialOrganism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -693,6 +736,13 @@ func (x *SubstanceSourceMaterialOrganismAuthor) walk(w *walker) {
 
 func (x *SubstanceSourceMaterialOrganismAuthor) walkID() string { return x.ID }
 
+func (x *SubstanceSourceMaterialOrganismAuthor) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.AuthorType)
+	refsOne(r, x.AuthorDescription)
+}
+
 func (x *SubstanceSourceMaterialOrganismAuthor) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -844,6 +894,16 @@ func (x *SubstanceSourceMaterialOrganismHybrid) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialOrganismHybrid) walkID() string { return x.ID }
+
+func (x *SubstanceSourceMaterialOrganismHybrid) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.MaternalOrganismID)
+	refsOne(r, x.MaternalOrganismName)
+	refsOne(r, x.PaternalOrganismID)
+	refsOne(r, x.PaternalOrganismName)
+	refsOne(r, x.HybridType)
+}
 
 func (x *SubstanceSourceMaterialOrganismHybrid) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -998,6 +1058,15 @@ func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walk(w *walker) {
 
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) walkID() string { return x.ID }
 
+func (x *SubstanceSourceMaterialOrganismOrganismGeneral) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Kingdom)
+	refsOne(r, x.Phylum)
+	refsOne(r, x.Class)
+	refsOne(r, x.Order)
+}
+
 func (x *SubstanceSourceMaterialOrganismOrganismGeneral) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1130,6 +1199,13 @@ func (x *SubstanceSourceMaterialPartDescription) walk(w *walker) {
 }
 
 func (x *SubstanceSourceMaterialPartDescription) walkID() string { return x.ID }
+
+func (x *SubstanceSourceMaterialPartDescription) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Part)
+	refsOne(r, x.PartLocation)
+}
 
 func (x *SubstanceSourceMaterialPartDescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -212,6 +212,35 @@ func (x *SubstanceSpecification) walk(w *walker) {
 
 func (x *SubstanceSpecification) walkID() string { return x.ID }
 
+func (x *SubstanceSpecification) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Type)
+	refsOne(r, x.Status)
+	refsOne(r, x.Domain)
+	refsOne(r, x.Description)
+	refsMany(r, x.Source)
+	refsOne(r, x.Comment)
+	refsMany(r, x.Moiety)
+	refsMany(r, x.Property)
+	refsOne(r, x.ReferenceInformation)
+	refsOne(r, x.Structure)
+	refsMany(r, x.Code)
+	refsMany(r, x.Name)
+	refsMany(r, x.MolecularWeight)
+	refsMany(r, x.Relationship)
+	refsOne(r, x.NucleicAcid)
+	refsOne(r, x.Polymer)
+	refsOne(r, x.Protein)
+	refsOne(r, x.SourceMaterial)
+}
+
 func (x *SubstanceSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -474,6 +503,19 @@ func (x *SubstanceSpecificationMoiety) walk(w *walker) {
 
 func (x *SubstanceSpecificationMoiety) walkID() string { return x.ID }
 
+func (x *SubstanceSpecificationMoiety) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Role)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Name)
+	refsOne(r, x.Stereochemistry)
+	refsOne(r, x.OpticalActivity)
+	refsOne(r, x.MolecularFormula)
+	refsOne(r, x.AmountQuantity)
+	refsOne(r, x.AmountString)
+}
+
 func (x *SubstanceSpecificationMoiety) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -666,6 +708,18 @@ func (x *SubstanceSpecificationProperty) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationProperty) walkID() string { return x.ID }
+
+func (x *SubstanceSpecificationProperty) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Category)
+	refsOne(r, x.Code)
+	refsOne(r, x.Parameters)
+	refsOne(r, x.DefiningSubstanceReference)
+	refsOne(r, x.DefiningSubstanceCodeableConcept)
+	refsOne(r, x.AmountQuantity)
+	refsOne(r, x.AmountString)
+}
 
 func (x *SubstanceSpecificationProperty) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -868,6 +922,19 @@ func (x *SubstanceSpecificationStructure) walk(w *walker) {
 
 func (x *SubstanceSpecificationStructure) walkID() string { return x.ID }
 
+func (x *SubstanceSpecificationStructure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Stereochemistry)
+	refsOne(r, x.OpticalActivity)
+	refsOne(r, x.MolecularFormula)
+	refsOne(r, x.MolecularFormulaByMoiety)
+	refsMany(r, x.Isotope)
+	refsOne(r, x.MolecularWeight)
+	refsMany(r, x.Source)
+	refsMany(r, x.Representation)
+}
+
 func (x *SubstanceSpecificationStructure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1037,6 +1104,16 @@ func (x *SubstanceSpecificationStructureIsotope) walk(w *walker) {
 
 func (x *SubstanceSpecificationStructureIsotope) walkID() string { return x.ID }
 
+func (x *SubstanceSpecificationStructureIsotope) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Name)
+	refsOne(r, x.Substitution)
+	refsOne(r, x.HalfLife)
+	refsOne(r, x.MolecularWeight)
+}
+
 func (x *SubstanceSpecificationStructureIsotope) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1180,6 +1257,14 @@ func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walk(w *walker) 
 
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) walkID() string { return x.ID }
 
+func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Method)
+	refsOne(r, x.Type)
+	refsOne(r, x.Amount)
+}
+
 func (x *SubstanceSpecificationStructureIsotopeMolecularWeight) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1316,6 +1401,14 @@ func (x *SubstanceSpecificationStructureRepresentation) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationStructureRepresentation) walkID() string { return x.ID }
+
+func (x *SubstanceSpecificationStructureRepresentation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Representation)
+	refsOne(r, x.Attachment)
+}
 
 func (x *SubstanceSpecificationStructureRepresentation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1468,6 +1561,16 @@ func (x *SubstanceSpecificationCode) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationCode) walkID() string { return x.ID }
+
+func (x *SubstanceSpecificationCode) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusDate)
+	refsOne(r, x.Comment)
+	refsMany(r, x.Source)
+}
 
 func (x *SubstanceSpecificationCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1666,6 +1769,22 @@ func (x *SubstanceSpecificationName) walk(w *walker) {
 
 func (x *SubstanceSpecificationName) walkID() string { return x.ID }
 
+func (x *SubstanceSpecificationName) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Type)
+	refsOne(r, x.Status)
+	refsOne(r, x.Preferred)
+	refsMany(r, x.Language)
+	refsMany(r, x.Domain)
+	refsMany(r, x.Jurisdiction)
+	refsMany(r, x.Synonym)
+	refsMany(r, x.Translation)
+	refsMany(r, x.Official)
+	refsMany(r, x.Source)
+}
+
 func (x *SubstanceSpecificationName) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1836,6 +1955,14 @@ func (x *SubstanceSpecificationNameOfficial) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationNameOfficial) walkID() string { return x.ID }
+
+func (x *SubstanceSpecificationNameOfficial) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Authority)
+	refsOne(r, x.Status)
+	refsOne(r, x.Date)
+}
 
 func (x *SubstanceSpecificationNameOfficial) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2024,6 +2151,22 @@ func (x *SubstanceSpecificationRelationship) walk(w *walker) {
 }
 
 func (x *SubstanceSpecificationRelationship) walkID() string { return x.ID }
+
+func (x *SubstanceSpecificationRelationship) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.SubstanceReference)
+	refsOne(r, x.SubstanceCodeableConcept)
+	refsOne(r, x.Relationship)
+	refsOne(r, x.IsDefining)
+	refsOne(r, x.AmountQuantity)
+	refsOne(r, x.AmountRange)
+	refsOne(r, x.AmountRatio)
+	refsOne(r, x.AmountString)
+	refsOne(r, x.AmountRatioLowLimit)
+	refsOne(r, x.AmountType)
+	refsMany(r, x.Source)
+}
 
 func (x *SubstanceSpecificationRelationship) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -176,6 +176,29 @@ func (x *SupplyDelivery) walk(w *walker) {
 
 func (x *SupplyDelivery) walkID() string { return x.ID }
 
+func (x *SupplyDelivery) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsMany(r, x.BasedOn)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Type)
+	refsOne(r, x.SuppliedItem)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.OccurrenceTiming)
+	refsOne(r, x.Supplier)
+	refsOne(r, x.Destination)
+	refsMany(r, x.Receiver)
+}
+
 func (x *SupplyDelivery) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -385,6 +408,14 @@ func (x *SupplyDeliverySuppliedItem) walk(w *walker) {
 }
 
 func (x *SupplyDeliverySuppliedItem) walkID() string { return x.ID }
+
+func (x *SupplyDeliverySuppliedItem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Quantity)
+	refsOne(r, x.ItemCodeableConcept)
+	refsOne(r, x.ItemReference)
+}
 
 func (x *SupplyDeliverySuppliedItem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

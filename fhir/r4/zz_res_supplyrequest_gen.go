@@ -210,6 +210,34 @@ func (x *SupplyRequest) walk(w *walker) {
 
 func (x *SupplyRequest) walkID() string { return x.ID }
 
+func (x *SupplyRequest) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Category)
+	refsOne(r, x.Priority)
+	refsOne(r, x.ItemCodeableConcept)
+	refsOne(r, x.ItemReference)
+	refsOne(r, x.Quantity)
+	refsMany(r, x.Parameter)
+	refsOne(r, x.OccurrenceDateTime)
+	refsOne(r, x.OccurrencePeriod)
+	refsOne(r, x.OccurrenceTiming)
+	refsOne(r, x.AuthoredOn)
+	refsOne(r, x.Requester)
+	refsMany(r, x.Supplier)
+	refsMany(r, x.ReasonCode)
+	refsMany(r, x.ReasonReference)
+	refsOne(r, x.DeliverFrom)
+	refsOne(r, x.DeliverTo)
+}
+
 func (x *SupplyRequest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -462,6 +490,16 @@ func (x *SupplyRequestParameter) walk(w *walker) {
 }
 
 func (x *SupplyRequestParameter) walkID() string { return x.ID }
+
+func (x *SupplyRequestParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueBoolean)
+}
 
 func (x *SupplyRequestParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

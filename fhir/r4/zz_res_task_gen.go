@@ -296,6 +296,47 @@ func (x *Task) walk(w *walker) {
 
 func (x *Task) walkID() string { return x.ID }
 
+func (x *Task) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.InstantiatesCanonical)
+	refsOne(r, x.InstantiatesURI)
+	refsMany(r, x.BasedOn)
+	refsOne(r, x.GroupIdentifier)
+	refsMany(r, x.PartOf)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusReason)
+	refsOne(r, x.BusinessStatus)
+	refsOne(r, x.Intent)
+	refsOne(r, x.Priority)
+	refsOne(r, x.Code)
+	refsOne(r, x.Description)
+	refsOne(r, x.Focus)
+	refsOne(r, x.For)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.ExecutionPeriod)
+	refsOne(r, x.AuthoredOn)
+	refsOne(r, x.LastModified)
+	refsOne(r, x.Requester)
+	refsMany(r, x.PerformerType)
+	refsOne(r, x.Owner)
+	refsOne(r, x.Location)
+	refsOne(r, x.ReasonCode)
+	refsOne(r, x.ReasonReference)
+	refsMany(r, x.Insurance)
+	refsMany(r, x.Note)
+	refsMany(r, x.RelevantHistory)
+	refsOne(r, x.Restriction)
+	refsMany(r, x.Input)
+	refsMany(r, x.Output)
+}
+
 func (x *Task) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -577,6 +618,14 @@ func (x *TaskRestriction) walk(w *walker) {
 }
 
 func (x *TaskRestriction) walkID() string { return x.ID }
+
+func (x *TaskRestriction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Repetitions)
+	refsOne(r, x.Period)
+	refsMany(r, x.Recipient)
+}
 
 func (x *TaskRestriction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1039,6 +1088,62 @@ func (x *TaskInput) walk(w *walker) {
 }
 
 func (x *TaskInput) walkID() string { return x.ID }
+
+func (x *TaskInput) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.ValueBase64Binary)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueCanonical)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueID)
+	refsOne(r, x.ValueInstant)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueMarkdown)
+	refsOne(r, x.ValueOID)
+	refsOne(r, x.ValuePositiveInt)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueUnsignedInt)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueURL)
+	refsOne(r, x.ValueUUID)
+	refsOne(r, x.ValueAddress)
+	refsOne(r, x.ValueAge)
+	refsOne(r, x.ValueAnnotation)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueContactPoint)
+	refsOne(r, x.ValueCount)
+	refsOne(r, x.ValueDistance)
+	refsOne(r, x.ValueDuration)
+	refsOne(r, x.ValueHumanName)
+	refsOne(r, x.ValueIdentifier)
+	refsOne(r, x.ValueMoney)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueSignature)
+	refsOne(r, x.ValueTiming)
+	refsOne(r, x.ValueContactDetail)
+	refsOne(r, x.ValueContributor)
+	refsOne(r, x.ValueDataRequirement)
+	refsOne(r, x.ValueExpression)
+	refsOne(r, x.ValueParameterDefinition)
+	refsOne(r, x.ValueRelatedArtifact)
+	refsOne(r, x.ValueTriggerDefinition)
+	refsOne(r, x.ValueUsageContext)
+	refsOne(r, x.ValueDosage)
+	refsOne(r, x.ValueMeta)
+}
 
 func (x *TaskInput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1766,6 +1871,62 @@ func (x *TaskOutput) walk(w *walker) {
 }
 
 func (x *TaskOutput) walkID() string { return x.ID }
+
+func (x *TaskOutput) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.ValueBase64Binary)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueCanonical)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueDate)
+	refsOne(r, x.ValueDateTime)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueID)
+	refsOne(r, x.ValueInstant)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueMarkdown)
+	refsOne(r, x.ValueOID)
+	refsOne(r, x.ValuePositiveInt)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueTime)
+	refsOne(r, x.ValueUnsignedInt)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueURL)
+	refsOne(r, x.ValueUUID)
+	refsOne(r, x.ValueAddress)
+	refsOne(r, x.ValueAge)
+	refsOne(r, x.ValueAnnotation)
+	refsOne(r, x.ValueAttachment)
+	refsOne(r, x.ValueCodeableConcept)
+	refsOne(r, x.ValueCoding)
+	refsOne(r, x.ValueContactPoint)
+	refsOne(r, x.ValueCount)
+	refsOne(r, x.ValueDistance)
+	refsOne(r, x.ValueDuration)
+	refsOne(r, x.ValueHumanName)
+	refsOne(r, x.ValueIdentifier)
+	refsOne(r, x.ValueMoney)
+	refsOne(r, x.ValuePeriod)
+	refsOne(r, x.ValueQuantity)
+	refsOne(r, x.ValueRange)
+	refsOne(r, x.ValueRatio)
+	refsOne(r, x.ValueReference)
+	refsOne(r, x.ValueSampledData)
+	refsOne(r, x.ValueSignature)
+	refsOne(r, x.ValueTiming)
+	refsOne(r, x.ValueContactDetail)
+	refsOne(r, x.ValueContributor)
+	refsOne(r, x.ValueDataRequirement)
+	refsOne(r, x.ValueExpression)
+	refsOne(r, x.ValueParameterDefinition)
+	refsOne(r, x.ValueRelatedArtifact)
+	refsOne(r, x.ValueTriggerDefinition)
+	refsOne(r, x.ValueUsageContext)
+	refsOne(r, x.ValueDosage)
+	refsOne(r, x.ValueMeta)
+}
 
 func (x *TaskOutput) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -266,6 +266,40 @@ func (x *TerminologyCapabilities) walk(w *walker) {
 
 func (x *TerminologyCapabilities) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilities) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.Kind)
+	refsOne(r, x.Software)
+	refsOne(r, x.Implementation)
+	refsOne(r, x.LockedDate)
+	refsMany(r, x.CodeSystem)
+	refsOne(r, x.Expansion)
+	refsOne(r, x.CodeSearch)
+	refsOne(r, x.ValidateCode)
+	refsOne(r, x.Translation)
+	refsOne(r, x.Closure)
+}
+
 func (x *TerminologyCapabilities) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -522,6 +556,13 @@ func (x *TerminologyCapabilitiesSoftware) walk(w *walker) {
 
 func (x *TerminologyCapabilitiesSoftware) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilitiesSoftware) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Version)
+}
+
 func (x *TerminologyCapabilitiesSoftware) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -652,6 +693,13 @@ func (x *TerminologyCapabilitiesImplementation) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesImplementation) walkID() string { return x.ID }
+
+func (x *TerminologyCapabilitiesImplementation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Description)
+	refsOne(r, x.URL)
+}
 
 func (x *TerminologyCapabilitiesImplementation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -789,6 +837,14 @@ func (x *TerminologyCapabilitiesCodeSystem) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesCodeSystem) walkID() string { return x.ID }
+
+func (x *TerminologyCapabilitiesCodeSystem) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URI)
+	refsMany(r, x.Version)
+	refsOne(r, x.Subsumption)
+}
 
 func (x *TerminologyCapabilitiesCodeSystem) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -955,6 +1011,17 @@ func (x *TerminologyCapabilitiesCodeSystemVersion) walk(w *walker) {
 
 func (x *TerminologyCapabilitiesCodeSystemVersion) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilitiesCodeSystemVersion) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.IsDefault)
+	refsOne(r, x.Compositional)
+	refsMany(r, x.Language)
+	refsMany(r, x.Filter)
+	refsMany(r, x.Property)
+}
+
 func (x *TerminologyCapabilitiesCodeSystemVersion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1104,6 +1171,13 @@ func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) walkID() string { return x.ID }
+
+func (x *TerminologyCapabilitiesCodeSystemVersionFilter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsMany(r, x.Op)
+}
 
 func (x *TerminologyCapabilitiesCodeSystemVersionFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1258,6 +1332,16 @@ func (x *TerminologyCapabilitiesExpansion) walk(w *walker) {
 
 func (x *TerminologyCapabilitiesExpansion) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilitiesExpansion) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Hierarchical)
+	refsOne(r, x.Paging)
+	refsOne(r, x.Incomplete)
+	refsMany(r, x.Parameter)
+	refsOne(r, x.TextFilter)
+}
+
 func (x *TerminologyCapabilitiesExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1403,6 +1487,13 @@ func (x *TerminologyCapabilitiesExpansionParameter) walk(w *walker) {
 
 func (x *TerminologyCapabilitiesExpansionParameter) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilitiesExpansionParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Documentation)
+}
+
 func (x *TerminologyCapabilitiesExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1526,6 +1617,12 @@ func (x *TerminologyCapabilitiesValidateCode) walk(w *walker) {
 
 func (x *TerminologyCapabilitiesValidateCode) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilitiesValidateCode) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Translations)
+}
+
 func (x *TerminologyCapabilitiesValidateCode) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1644,6 +1741,12 @@ func (x *TerminologyCapabilitiesTranslation) walk(w *walker) {
 
 func (x *TerminologyCapabilitiesTranslation) walkID() string { return x.ID }
 
+func (x *TerminologyCapabilitiesTranslation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.NeedsMap)
+}
+
 func (x *TerminologyCapabilitiesTranslation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1761,6 +1864,12 @@ func (x *TerminologyCapabilitiesClosure) walk(w *walker) {
 }
 
 func (x *TerminologyCapabilitiesClosure) walkID() string { return x.ID }
+
+func (x *TerminologyCapabilitiesClosure) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Translation)
+}
 
 func (x *TerminologyCapabilitiesClosure) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

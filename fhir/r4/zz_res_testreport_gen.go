@@ -178,6 +178,28 @@ func (x *TestReport) walk(w *walker) {
 
 func (x *TestReport) walkID() string { return x.ID }
 
+func (x *TestReport) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Name)
+	refsOne(r, x.Status)
+	refsOne(r, x.TestScript)
+	refsOne(r, x.Result)
+	refsOne(r, x.Score)
+	refsOne(r, x.Tester)
+	refsOne(r, x.Issued)
+	refsMany(r, x.Participant)
+	refsOne(r, x.Setup)
+	refsMany(r, x.Test)
+	refsOne(r, x.Teardown)
+}
+
 func (x *TestReport) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -386,6 +408,14 @@ func (x *TestReportParticipant) walk(w *walker) {
 
 func (x *TestReportParticipant) walkID() string { return x.ID }
 
+func (x *TestReportParticipant) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.URI)
+	refsOne(r, x.Display)
+}
+
 func (x *TestReportParticipant) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -512,6 +542,12 @@ func (x *TestReportSetup) walk(w *walker) {
 
 func (x *TestReportSetup) walkID() string { return x.ID }
 
+func (x *TestReportSetup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Action)
+}
+
 func (x *TestReportSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -632,6 +668,13 @@ func (x *TestReportSetupAction) walk(w *walker) {
 }
 
 func (x *TestReportSetupAction) walkID() string { return x.ID }
+
+func (x *TestReportSetupAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Operation)
+	refsOne(r, x.Assert)
+}
 
 func (x *TestReportSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -769,6 +812,14 @@ func (x *TestReportSetupActionOperation) walk(w *walker) {
 }
 
 func (x *TestReportSetupActionOperation) walkID() string { return x.ID }
+
+func (x *TestReportSetupActionOperation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Result)
+	refsOne(r, x.Message)
+	refsOne(r, x.Detail)
+}
 
 func (x *TestReportSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -914,6 +965,14 @@ func (x *TestReportSetupActionAssert) walk(w *walker) {
 
 func (x *TestReportSetupActionAssert) walkID() string { return x.ID }
 
+func (x *TestReportSetupActionAssert) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Result)
+	refsOne(r, x.Message)
+	refsOne(r, x.Detail)
+}
+
 func (x *TestReportSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1056,6 +1115,14 @@ func (x *TestReportTest) walk(w *walker) {
 
 func (x *TestReportTest) walkID() string { return x.ID }
 
+func (x *TestReportTest) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsMany(r, x.Action)
+}
+
 func (x *TestReportTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1187,6 +1254,13 @@ func (x *TestReportTestAction) walk(w *walker) {
 
 func (x *TestReportTestAction) walkID() string { return x.ID }
 
+func (x *TestReportTestAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Operation)
+	refsOne(r, x.Assert)
+}
+
 func (x *TestReportTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1306,6 +1380,12 @@ func (x *TestReportTeardown) walk(w *walker) {
 
 func (x *TestReportTeardown) walkID() string { return x.ID }
 
+func (x *TestReportTeardown) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Action)
+}
+
 func (x *TestReportTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1420,6 +1500,12 @@ func (x *TestReportTeardownAction) walk(w *walker) {
 }
 
 func (x *TestReportTeardownAction) walkID() string { return x.ID }
+
+func (x *TestReportTeardownAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Operation)
+}
 
 func (x *TestReportTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

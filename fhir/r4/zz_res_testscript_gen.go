@@ -260,6 +260,40 @@ func (x *TestScript) walk(w *walker) {
 
 func (x *TestScript) walkID() string { return x.ID }
 
+func (x *TestScript) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsMany(r, x.Origin)
+	refsMany(r, x.Destination)
+	refsOne(r, x.Metadata)
+	refsMany(r, x.Fixture)
+	refsMany(r, x.Profile)
+	refsMany(r, x.Variable)
+	refsOne(r, x.Setup)
+	refsMany(r, x.Test)
+	refsOne(r, x.Teardown)
+}
+
 func (x *TestScript) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -511,6 +545,13 @@ func (x *TestScriptOrigin) walk(w *walker) {
 
 func (x *TestScriptOrigin) walkID() string { return x.ID }
 
+func (x *TestScriptOrigin) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Index)
+	refsOne(r, x.Profile)
+}
+
 func (x *TestScriptOrigin) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -639,6 +680,13 @@ func (x *TestScriptDestination) walk(w *walker) {
 
 func (x *TestScriptDestination) walkID() string { return x.ID }
 
+func (x *TestScriptDestination) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Index)
+	refsOne(r, x.Profile)
+}
+
 func (x *TestScriptDestination) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -764,6 +812,13 @@ func (x *TestScriptMetadata) walk(w *walker) {
 }
 
 func (x *TestScriptMetadata) walkID() string { return x.ID }
+
+func (x *TestScriptMetadata) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Link)
+	refsMany(r, x.Capability)
+}
 
 func (x *TestScriptMetadata) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -893,6 +948,13 @@ func (x *TestScriptMetadataLink) walk(w *walker) {
 }
 
 func (x *TestScriptMetadataLink) walkID() string { return x.ID }
+
+func (x *TestScriptMetadataLink) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsOne(r, x.Description)
+}
 
 func (x *TestScriptMetadataLink) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1065,6 +1127,18 @@ func (x *TestScriptMetadataCapability) walk(w *walker) {
 
 func (x *TestScriptMetadataCapability) walkID() string { return x.ID }
 
+func (x *TestScriptMetadataCapability) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Required)
+	refsOne(r, x.Validated)
+	refsOne(r, x.Description)
+	refsMany(r, x.Origin)
+	refsOne(r, x.Destination)
+	refsMany(r, x.Link)
+	refsOne(r, x.Capabilities)
+}
+
 func (x *TestScriptMetadataCapability) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1226,6 +1300,14 @@ func (x *TestScriptFixture) walk(w *walker) {
 }
 
 func (x *TestScriptFixture) walkID() string { return x.ID }
+
+func (x *TestScriptFixture) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Autocreate)
+	refsOne(r, x.Autodelete)
+	refsOne(r, x.Resource)
+}
 
 func (x *TestScriptFixture) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1410,6 +1492,19 @@ func (x *TestScriptVariable) walk(w *walker) {
 
 func (x *TestScriptVariable) walkID() string { return x.ID }
 
+func (x *TestScriptVariable) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.DefaultValue)
+	refsOne(r, x.Description)
+	refsOne(r, x.Expression)
+	refsOne(r, x.HeaderField)
+	refsOne(r, x.Hint)
+	refsOne(r, x.Path)
+	refsOne(r, x.SourceID)
+}
+
 func (x *TestScriptVariable) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1561,6 +1656,12 @@ func (x *TestScriptSetup) walk(w *walker) {
 
 func (x *TestScriptSetup) walkID() string { return x.ID }
 
+func (x *TestScriptSetup) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Action)
+}
+
 func (x *TestScriptSetup) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -1681,6 +1782,13 @@ func (x *TestScriptSetupAction) walk(w *walker) {
 }
 
 func (x *TestScriptSetupAction) walkID() string { return x.ID }
+
+func (x *TestScriptSetupAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Operation)
+	refsOne(r, x.Assert)
+}
 
 func (x *TestScriptSetupAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1927,6 +2035,28 @@ func (x *TestScriptSetupActionOperation) walk(w *walker) {
 
 func (x *TestScriptSetupActionOperation) walkID() string { return x.ID }
 
+func (x *TestScriptSetupActionOperation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Type)
+	refsOne(r, x.Resource)
+	refsOne(r, x.Label)
+	refsOne(r, x.Description)
+	refsOne(r, x.Accept)
+	refsOne(r, x.ContentType)
+	refsOne(r, x.Destination)
+	refsOne(r, x.EncodeRequestURL)
+	refsOne(r, x.Method)
+	refsOne(r, x.Origin)
+	refsOne(r, x.Params)
+	refsMany(r, x.RequestHeader)
+	refsOne(r, x.RequestID)
+	refsOne(r, x.ResponseID)
+	refsOne(r, x.SourceID)
+	refsOne(r, x.TargetID)
+	refsOne(r, x.URL)
+}
+
 func (x *TestScriptSetupActionOperation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2130,6 +2260,13 @@ func (x *TestScriptSetupActionOperationRequestHeader) walk(w *walker) {
 }
 
 func (x *TestScriptSetupActionOperationRequestHeader) walkID() string { return x.ID }
+
+func (x *TestScriptSetupActionOperationRequestHeader) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Field)
+	refsOne(r, x.Value)
+}
 
 func (x *TestScriptSetupActionOperationRequestHeader) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -2422,6 +2559,33 @@ func (x *TestScriptSetupActionAssert) walk(w *walker) {
 
 func (x *TestScriptSetupActionAssert) walkID() string { return x.ID }
 
+func (x *TestScriptSetupActionAssert) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Label)
+	refsOne(r, x.Description)
+	refsOne(r, x.Direction)
+	refsOne(r, x.CompareToSourceID)
+	refsOne(r, x.CompareToSourceExpression)
+	refsOne(r, x.CompareToSourcePath)
+	refsOne(r, x.ContentType)
+	refsOne(r, x.Expression)
+	refsOne(r, x.HeaderField)
+	refsOne(r, x.MinimumID)
+	refsOne(r, x.NavigationLinks)
+	refsOne(r, x.Operator)
+	refsOne(r, x.Path)
+	refsOne(r, x.RequestMethod)
+	refsOne(r, x.RequestURL)
+	refsOne(r, x.Resource)
+	refsOne(r, x.Response)
+	refsOne(r, x.ResponseCode)
+	refsOne(r, x.SourceID)
+	refsOne(r, x.ValidateProfileID)
+	refsOne(r, x.Value)
+	refsOne(r, x.WarningOnly)
+}
+
 func (x *TestScriptSetupActionAssert) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2659,6 +2823,14 @@ func (x *TestScriptTest) walk(w *walker) {
 
 func (x *TestScriptTest) walkID() string { return x.ID }
 
+func (x *TestScriptTest) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.Description)
+	refsMany(r, x.Action)
+}
+
 func (x *TestScriptTest) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2790,6 +2962,13 @@ func (x *TestScriptTestAction) walk(w *walker) {
 
 func (x *TestScriptTestAction) walkID() string { return x.ID }
 
+func (x *TestScriptTestAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Operation)
+	refsOne(r, x.Assert)
+}
+
 func (x *TestScriptTestAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -2909,6 +3088,12 @@ func (x *TestScriptTeardown) walk(w *walker) {
 
 func (x *TestScriptTeardown) walkID() string { return x.ID }
 
+func (x *TestScriptTeardown) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Action)
+}
+
 func (x *TestScriptTeardown) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -3023,6 +3208,12 @@ func (x *TestScriptTeardownAction) walk(w *walker) {
 }
 
 func (x *TestScriptTeardownAction) walkID() string { return x.ID }
+
+func (x *TestScriptTeardownAction) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Operation)
+}
 
 func (x *TestScriptTeardownAction) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -226,6 +226,34 @@ func (x *ValueSet) walk(w *walker) {
 
 func (x *ValueSet) walkID() string { return x.ID }
 
+func (x *ValueSet) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.URL)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Version)
+	refsOne(r, x.Name)
+	refsOne(r, x.Title)
+	refsOne(r, x.Status)
+	refsOne(r, x.Experimental)
+	refsOne(r, x.Date)
+	refsOne(r, x.Publisher)
+	refsMany(r, x.Contact)
+	refsOne(r, x.Description)
+	refsMany(r, x.UseContext)
+	refsMany(r, x.Jurisdiction)
+	refsOne(r, x.Immutable)
+	refsOne(r, x.Purpose)
+	refsOne(r, x.Copyright)
+	refsOne(r, x.Compose)
+	refsOne(r, x.Expansion)
+}
+
 func (x *ValueSet) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -468,6 +496,15 @@ func (x *ValueSetCompose) walk(w *walker) {
 
 func (x *ValueSetCompose) walkID() string { return x.ID }
 
+func (x *ValueSetCompose) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.LockedDate)
+	refsOne(r, x.Inactive)
+	refsMany(r, x.Include)
+	refsMany(r, x.Exclude)
+}
+
 func (x *ValueSetCompose) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -627,6 +664,16 @@ func (x *ValueSetComposeInclude) walk(w *walker) {
 
 func (x *ValueSetComposeInclude) walkID() string { return x.ID }
 
+func (x *ValueSetComposeInclude) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.System)
+	refsOne(r, x.Version)
+	refsMany(r, x.Concept)
+	refsMany(r, x.Filter)
+	refsMany(r, x.ValueSet)
+}
+
 func (x *ValueSetComposeInclude) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -777,6 +824,14 @@ func (x *ValueSetComposeIncludeConcept) walk(w *walker) {
 
 func (x *ValueSetComposeIncludeConcept) walkID() string { return x.ID }
 
+func (x *ValueSetComposeIncludeConcept) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsMany(r, x.Designation)
+}
+
 func (x *ValueSetComposeIncludeConcept) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -917,6 +972,14 @@ func (x *ValueSetComposeIncludeConceptDesignation) walk(w *walker) {
 }
 
 func (x *ValueSetComposeIncludeConceptDesignation) walkID() string { return x.ID }
+
+func (x *ValueSetComposeIncludeConceptDesignation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Language)
+	refsOne(r, x.Use)
+	refsOne(r, x.Value)
+}
 
 func (x *ValueSetComposeIncludeConceptDesignation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1060,6 +1123,14 @@ func (x *ValueSetComposeIncludeFilter) walk(w *walker) {
 }
 
 func (x *ValueSetComposeIncludeFilter) walkID() string { return x.ID }
+
+func (x *ValueSetComposeIncludeFilter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Property)
+	refsOne(r, x.Op)
+	refsOne(r, x.Value)
+}
 
 func (x *ValueSetComposeIncludeFilter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1224,6 +1295,17 @@ func (x *ValueSetExpansion) walk(w *walker) {
 }
 
 func (x *ValueSetExpansion) walkID() string { return x.ID }
+
+func (x *ValueSetExpansion) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Identifier)
+	refsOne(r, x.Timestamp)
+	refsOne(r, x.Total)
+	refsOne(r, x.Offset)
+	refsMany(r, x.Parameter)
+	refsMany(r, x.Contains)
+}
 
 func (x *ValueSetExpansion) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1421,6 +1503,19 @@ func (x *ValueSetExpansionParameter) walk(w *walker) {
 }
 
 func (x *ValueSetExpansionParameter) walkID() string { return x.ID }
+
+func (x *ValueSetExpansionParameter) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Name)
+	refsOne(r, x.ValueString)
+	refsOne(r, x.ValueBoolean)
+	refsOne(r, x.ValueInteger)
+	refsOne(r, x.ValueDecimal)
+	refsOne(r, x.ValueURI)
+	refsOne(r, x.ValueCode)
+	refsOne(r, x.ValueDateTime)
+}
 
 func (x *ValueSetExpansionParameter) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
@@ -1638,6 +1733,19 @@ func (x *ValueSetExpansionContains) walk(w *walker) {
 }
 
 func (x *ValueSetExpansionContains) walkID() string { return x.ID }
+
+func (x *ValueSetExpansionContains) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.System)
+	refsOne(r, x.Abstract)
+	refsOne(r, x.Inactive)
+	refsOne(r, x.Version)
+	refsOne(r, x.Code)
+	refsOne(r, x.Display)
+	refsMany(r, x.Designation)
+	refsMany(r, x.Contains)
+}
 
 func (x *ValueSetExpansionContains) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -188,6 +188,30 @@ func (x *VerificationResult) walk(w *walker) {
 
 func (x *VerificationResult) walkID() string { return x.ID }
 
+func (x *VerificationResult) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Target)
+	refsMany(r, x.TargetLocation)
+	refsOne(r, x.Need)
+	refsOne(r, x.Status)
+	refsOne(r, x.StatusDate)
+	refsOne(r, x.ValidationType)
+	refsMany(r, x.ValidationProcess)
+	refsOne(r, x.Frequency)
+	refsOne(r, x.LastPerformed)
+	refsOne(r, x.NextScheduled)
+	refsOne(r, x.FailureAction)
+	refsMany(r, x.PrimarySource)
+	refsOne(r, x.Attestation)
+	refsMany(r, x.Validator)
+}
+
 func (x *VerificationResult) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -423,6 +447,18 @@ func (x *VerificationResultPrimarySource) walk(w *walker) {
 
 func (x *VerificationResultPrimarySource) walkID() string { return x.ID }
 
+func (x *VerificationResultPrimarySource) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Who)
+	refsMany(r, x.Type)
+	refsMany(r, x.CommunicationMethod)
+	refsOne(r, x.ValidationStatus)
+	refsOne(r, x.ValidationDate)
+	refsOne(r, x.CanPushUpdates)
+	refsMany(r, x.PushTypeAvailable)
+}
+
 func (x *VerificationResultPrimarySource) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -611,6 +647,19 @@ func (x *VerificationResultAttestation) walk(w *walker) {
 
 func (x *VerificationResultAttestation) walkID() string { return x.ID }
 
+func (x *VerificationResultAttestation) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Who)
+	refsOne(r, x.OnBehalfOf)
+	refsOne(r, x.CommunicationMethod)
+	refsOne(r, x.Date)
+	refsOne(r, x.SourceIdentityCertificate)
+	refsOne(r, x.ProxyIdentityCertificate)
+	refsOne(r, x.ProxySignature)
+	refsOne(r, x.SourceSignature)
+}
+
 func (x *VerificationResultAttestation) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -770,6 +819,14 @@ func (x *VerificationResultValidator) walk(w *walker) {
 }
 
 func (x *VerificationResultValidator) walkID() string { return x.ID }
+
+func (x *VerificationResultValidator) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Organization)
+	refsOne(r, x.IdentityCertificate)
+	refsOne(r, x.AttestationSignature)
+}
 
 func (x *VerificationResultValidator) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

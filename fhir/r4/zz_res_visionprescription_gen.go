@@ -148,6 +148,24 @@ func (x *VisionPrescription) walk(w *walker) {
 
 func (x *VisionPrescription) walkID() string { return x.ID }
 
+func (x *VisionPrescription) refs(r *refWalker) {
+	refsOne(r, x.Meta)
+	refsOne(r, x.ImplicitRules)
+	refsOne(r, x.Language)
+	refsOne(r, x.Text)
+	r.resources(x.Contained)
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsMany(r, x.Identifier)
+	refsOne(r, x.Status)
+	refsOne(r, x.Created)
+	refsOne(r, x.Patient)
+	refsOne(r, x.Encounter)
+	refsOne(r, x.DateWritten)
+	refsOne(r, x.Prescriber)
+	refsMany(r, x.LensSpecification)
+}
+
 func (x *VisionPrescription) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -417,6 +435,25 @@ func (x *VisionPrescriptionLensSpecification) walk(w *walker) {
 
 func (x *VisionPrescriptionLensSpecification) walkID() string { return x.ID }
 
+func (x *VisionPrescriptionLensSpecification) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Product)
+	refsOne(r, x.Eye)
+	refsOne(r, x.Sphere)
+	refsOne(r, x.Cylinder)
+	refsOne(r, x.Axis)
+	refsMany(r, x.Prism)
+	refsOne(r, x.Add)
+	refsOne(r, x.Power)
+	refsOne(r, x.BackCurve)
+	refsOne(r, x.Diameter)
+	refsOne(r, x.Duration)
+	refsOne(r, x.Color)
+	refsOne(r, x.Brand)
+	refsMany(r, x.Note)
+}
+
 func (x *VisionPrescriptionLensSpecification) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {
 		return dst, fieldName
@@ -603,6 +640,13 @@ func (x *VisionPrescriptionLensSpecificationPrism) walk(w *walker) {
 }
 
 func (x *VisionPrescriptionLensSpecificationPrism) walkID() string { return x.ID }
+
+func (x *VisionPrescriptionLensSpecificationPrism) refs(r *refWalker) {
+	refsMany(r, x.Extension)
+	refsMany(r, x.ModifierExtension)
+	refsOne(r, x.Amount)
+	refsOne(r, x.Base)
+}
 
 func (x *VisionPrescriptionLensSpecificationPrism) appendNamed(dst []Child, name string, choice bool) ([]Child, nameKind) {
 	if x == nil {

@@ -146,6 +146,7 @@ func writePrimitives(b *bytes.Buffer, m *model) {
 		fmt.Fprintf(b, "func (x *%s) encodeElement(e *encoder) { e.primitiveElement(x.ID, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walk(w *walker) { walkMany(w, \"extension\", x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) walkID() string { return x.ID }\n\n", p.GoName)
+		fmt.Fprintf(b, "func (x *%s) refs(r *refWalker) { refsMany(r, x.Extension) }\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) appendNamed(dst []Child, name string, _ bool) ([]Child, nameKind) {\nif name == \"extension\" {\nif x == nil {\nreturn dst, fieldName\n}\nreturn appendMany(dst, name, x.Extension), fieldName\n}\nreturn dst, unknownName\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) appendAll(dst []Child) ([]Child, string) {\nif x == nil {\nreturn dst, \"\"\n}\nreturn appendMany(dst, \"extension\", x.Extension), x.ID\n}\n\n", p.GoName)
 		fmt.Fprintf(b, "func (x *%s) elementParts() (*string, *[]Extension) {\nif x == nil {\nreturn nil, nil\n}\nreturn &x.ID, &x.Extension\n}\n\n", p.GoName)
@@ -289,6 +290,34 @@ func writeStruct(b *bytes.Buffer, s *structType) {
 	}
 	b.WriteString("}\n\n")
 	fmt.Fprintf(b, "func (x *%s) walkID() string { return x.ID }\n\n", s.GoName)
+
+	// The references walk: only what can hold a Reference is entered, and
+	// a primitive only for its extensions.
+	fmt.Fprintf(b, "func (x *%s) refs(r *refWalker) {\n", s.GoName)
+	if s.GoName == "Reference" {
+		b.WriteString("\tr.fn(x)\n")
+	}
+	for _, f := range s.Fields {
+		switch f.Kind {
+		case kindPrimitive, kindComplex:
+			if f.Array {
+				fmt.Fprintf(b, "\trefsMany(r, x.%s)\n", f.GoName)
+			} else {
+				fmt.Fprintf(b, "\trefsOne(r, x.%s)\n", f.GoName)
+			}
+		case kindResource:
+			call := "resource"
+			if f.Array {
+				call = "resources"
+			}
+			if f.JSONName == "contained" {
+				fmt.Fprintf(b, "\tr.%s(x.%s)\n", call, f.GoName)
+			} else {
+				fmt.Fprintf(b, "\tif r.nested {\n\t\tr.%s(x.%s)\n\t}\n", call, f.GoName)
+			}
+		}
+	}
+	b.WriteString("}\n\n")
 	writeAppendNamed(b, s)
 
 	// JSON interfaces.
