@@ -121,3 +121,36 @@ func (e replicaEnclave) BootEvidence() acds.Attestation {
 
 // ClaimAffinity names this replica.
 func (e replicaEnclave) ClaimAffinity() string { return e.affinity }
+
+// jwsSigner is what the server's webhook deliveries need of an enclave
+// besides server.Enclave (server's optional interface of the same name).
+type jwsSigner interface {
+	SignJWS(signingInput []byte) ([]byte, error)
+	SigningKey() []byte
+}
+
+// signingReplicaEnclave is a replicaEnclave whose enclave signs webhook
+// deliveries. Embedding server.Enclave hides the enclave's methods beyond
+// that interface, so the server found none to sign with and refused every
+// callbackUrl: they are passed on here.
+type signingReplicaEnclave struct {
+	replicaEnclave
+	signer jwsSigner
+}
+
+// SignJWS signs with the enclave's attested boot key.
+func (e signingReplicaEnclave) SignJWS(signingInput []byte) ([]byte, error) {
+	return e.signer.SignJWS(signingInput)
+}
+
+// SigningKey is the boot signing key's SubjectPublicKeyInfo.
+func (e signingReplicaEnclave) SigningKey() []byte { return e.signer.SigningKey() }
+
+// withReplica wraps encl as this replica's enclave, keeping its signing.
+func withReplica(encl server.Enclave, affinity string, trust *sharedVerifier) server.Enclave {
+	re := replicaEnclave{encl, affinity, trust}
+	if sg, ok := encl.(jwsSigner); ok {
+		return signingReplicaEnclave{re, sg}
+	}
+	return re
+}

@@ -265,7 +265,7 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	trustCtx, stopTrust := context.WithCancel(context.Background())
 	s.stopTrust = stopTrust
 	go sv.run(trustCtx)
-	cfg.Enclave = replicaEnclave{server.AttestationEnclave(s.encl, s.inProcess), "replica:" + replica, sv}
+	cfg.Enclave = withReplica(server.AttestationEnclave(s.encl, s.inProcess), "replica:"+replica, sv)
 	cfg.Verifier = sv
 	cfg.Fetcher = fetcher
 	if cfg.Logger == nil {
