@@ -3,10 +3,12 @@ package manifest
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -30,7 +32,8 @@ type Description struct {
 	NotBefore time.Time                     `json:"notBefore"`
 	NotAfter  time.Time                     `json:"notAfter"`
 	Profiles  map[string]ProfileDescription `json:"profiles"`
-	// NotaryKeys are hex or base64 Ed25519 public keys.
+	// NotaryKeys are Ed25519 public keys: PEM (as acds notary prints
+	// them), or hex or base64 (see ParsePublicKey).
 	NotaryKeys []string `json:"notaryKeys,omitempty"`
 }
 
@@ -81,16 +84,43 @@ func ParseDescription(data []byte) (*Manifest, error) {
 	return m, nil
 }
 
-// ParsePublicKey reads a 32-byte Ed25519 public key written as hex or
-// standard/URL base64 (padded or not).
+// ParsePublicKey reads an Ed25519 public key written as a PEM "PUBLIC
+// KEY" block (what acds notary prints), as the 32 key bytes in hex or
+// standard/URL base64 (padded or not), or as the base64 of the PEM's
+// PKIX body.
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "-----BEGIN") {
+		pub, err := parsePEMPublicKey([]byte(s))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		return pub, nil
+	}
 	if b, err := hex.DecodeString(s); err == nil && len(b) == ed25519.PublicKeySize {
 		return b, nil
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil && len(b) == ed25519.PublicKeySize {
+		b, err := enc.DecodeString(s)
+		if err != nil {
+			continue
+		}
+		if len(b) == ed25519.PublicKeySize {
 			return b, nil
 		}
+		if k, err := x509.ParsePKIXPublicKey(b); err == nil {
+			if pub, ok := k.(ed25519.PublicKey); ok {
+				return pub, nil
+			}
+		}
 	}
-	return nil, fmt.Errorf("%w: %q is not a hex or base64 Ed25519 public key", ErrInvalid, s)
+	return nil, fmt.Errorf("%w: %q is not an Ed25519 public key (PEM, or hex or base64)", ErrInvalid, clip(s))
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }

@@ -82,22 +82,36 @@ func ReadPublicKey(path string) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("%w: %s is too large", ErrKey, path)
 	}
 	if block, _ := pem.Decode(data); block != nil {
-		if block.Type != "PUBLIC KEY" {
-			return nil, fmt.Errorf("%w: %s holds a %s, want a PUBLIC KEY", ErrKey, path, block.Type)
-		}
-		k, err := x509.ParsePKIXPublicKey(block.Bytes)
+		pub, err := parsePEMPublicKey(data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s does not parse", ErrKey, path)
-		}
-		pub, ok := k.(ed25519.PublicKey)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s is not an Ed25519 key", ErrKey, path)
+			return nil, fmt.Errorf("%w: %s %v", ErrKey, path, err)
 		}
 		return pub, nil
 	}
 	pub, err := ParsePublicKey(strings.TrimSpace(string(data)))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrKey, path, err)
+	}
+	return pub, nil
+}
+
+// parsePEMPublicKey reads the first PEM block of data, which must be a
+// PKIX "PUBLIC KEY" holding an Ed25519 key.
+func parsePEMPublicKey(data []byte) (ed25519.PublicKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("holds no PEM block")
+	}
+	if block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("holds a %s, want a PUBLIC KEY", block.Type)
+	}
+	k, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("does not parse as a public key")
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("is not an Ed25519 key")
 	}
 	return pub, nil
 }

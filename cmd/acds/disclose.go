@@ -65,7 +65,25 @@ stays with you: anyone holding it and the output can disclose any entry.`,
 		return parseExit(err)
 	}
 	separate := *bundleFile != "" || *outputFile != "" || *keyFile != ""
-	if len(args) != 0 || (*record != "") == separate || (separate && (*bundleFile == "" || *outputFile == "" || *keyFile == "")) || (len(selects) == 0 && *where == "") {
+	why := ""
+	switch {
+	case len(args) != 0:
+		why = fmt.Sprintf("unexpected argument %q (every input is a flag)", args[0])
+	case *record != "" && separate:
+		why = "--record, or --bundle, --output and --key-file: not both"
+	case *record == "" && !separate:
+		why = "no input: give --record FILE, or --bundle, --output and --key-file"
+	case separate && *bundleFile == "":
+		why = "--output and --key-file need --bundle"
+	case separate && *outputFile == "":
+		why = "--bundle and --key-file need --output"
+	case separate && *keyFile == "":
+		why = "--bundle and --output need --key-file (the disclosure key of the request's result)"
+	case len(selects) == 0 && *where == "":
+		why = "nothing to disclose: give --select REF or --where EXPRESSION"
+	}
+	if why != "" {
+		fmt.Fprintln(e.stderr, "acds disclose: "+why)
 		flags.Usage()
 		return 2
 	}

@@ -99,6 +99,7 @@ unreadable (after all files were reported).`})
 		return parseExit(err)
 	}
 	if len(files) == 0 {
+		fmt.Fprintln(e.stderr, "acds fhir validate: no FILE")
 		fs.Usage()
 		return 2
 	}
@@ -189,6 +190,7 @@ canonical JSON: a collection Bundle with a Provenance, de-identified with --deid
 		return parseExit(err)
 	}
 	if len(files) != 1 {
+		fmt.Fprintf(e.stderr, "acds fhir fmt: want one FILE; got %d\n", len(files))
 		fs.Usage()
 		return 2
 	}

@@ -32,6 +32,7 @@ func runMeasure(ctx context.Context, e env) int {
 	case 1:
 		m, err = sim.MeasureFile(args[0])
 	default:
+		fmt.Fprintf(e.stderr, "acds measure: one FILE at most; got %d arguments\n", len(args))
 		flags.Usage()
 		return 2
 	}

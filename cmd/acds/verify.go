@@ -58,8 +58,10 @@ func runVerify(ctx context.Context, e env) int {
 	disclosureFile := flags.String("disclosure", "", "verify a disclosure (acds disclose) instead of a BUNDLE: its bundle, and every entry it shows under the signed commitment; default none")
 	var measurements hexList
 	flags.Var(&measurements, "measurement", "allow the code hash `HEX` (repeatable): a policy without a manifest, exclusive with --policy; 96 hex digits for sev-snp, sev-snp-sim and tdx, 64 for tpm; default none: this acds binary's hash")
+	var notaryKeys fileList
+	flags.Var(&notaryKeys, "notary-key", "trust the MPC-TLS notary public key in `FILE` (PEM, as acds notary prints it, or hex or base64; repeatable): for bundles of a server run with an external notary (acds serve --notary); default none beyond the policy's")
 	setUsage(flags, help{usage: []string{
-		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--output FILE] [--json] [--html FILE]",
+		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--notary-key FILE…] [--allow-simulated] [--output FILE] [--json] [--html FILE]",
 		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]",
 		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json] [--html FILE]"},
 		about: `
@@ -70,7 +72,8 @@ attested TLS. Nothing is fetched: the trust comes from the policy and the clock.
 Defaults: without --policy or --measurement the expected code hash is this acds
 binary's (what ` + "`acds measure`" + ` prints; go run, go build and -ldflags=-s -w builds
 each have another, so pass the server's with --measurement: its ready line prints
-it) and no notary key is trusted; no simulated enclave is accepted; the output is
+it) and no notary key is trusted (a server with an external notary, acds serve
+--notary, needs its key: --notary-key, or the policy's notaryKeys); no simulated enclave is accepted; the output is
 not checked; a text report. --html FILE also writes the report page (the one
 GET /verify shows: every check and its reason, the evidence chain, the
 measurement against the policy, the notary statements, the claims and, with
@@ -82,13 +85,24 @@ unreadable input or (with --server) connection error.`})
 	if err != nil {
 		return parseExit(err)
 	}
-	if *disclosureFile != "" && (*server != "" || *outputFile != "" || len(args) != 0) {
-		flags.Usage() // a disclosure carries its bundle and stands for the output
-		return 2
-	}
-	if *disclosureFile == "" && ((*server == "") != (len(args) == 1) || (*server != "" && (*outputFile != "" || *htmlFile != ""))) {
+	usage := func(why string) int {
+		fmt.Fprintln(e.stderr, "acds verify: "+why)
 		flags.Usage()
 		return 2
+	}
+	switch {
+	case *disclosureFile != "" && (*server != "" || *outputFile != "" || len(args) != 0):
+		// A disclosure carries its bundle and stands for the output.
+		return usage("--disclosure takes no BUNDLE, --output or --server")
+	case *disclosureFile != "":
+	case *server != "" && len(args) != 0:
+		return usage("give a BUNDLE or --server, not both")
+	case *server != "" && (*outputFile != "" || *htmlFile != ""):
+		return usage("--output and --html check a BUNDLE, not --server")
+	case *server == "" && len(args) == 0:
+		return usage("no BUNDLE (a file, or - for standard input) and no --server")
+	case len(args) > 1:
+		return usage(fmt.Sprintf("one BUNDLE at a time; got %d arguments", len(args)))
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "acds verify: "+format+"\n", a...)
@@ -122,6 +136,16 @@ unreadable input or (with --server) connection error.`})
 	var notes []string
 	if source != "" {
 		notes = append(notes, source)
+	}
+	for _, f := range notaryKeys {
+		k, err := manifest.ReadPublicKey(f)
+		if err != nil {
+			return fail("--notary-key: %v", err)
+		}
+		p.NotaryKeys = append(p.NotaryKeys, k)
+	}
+	if len(notaryKeys) > 0 {
+		notes = append(notes, fmt.Sprintf("notary keys trusted from --notary-key: %d", len(notaryKeys)))
 	}
 	selfHash := false
 	if *policyFile == "" && len(measurements) == 0 {
