@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/mpctls/notary"
@@ -182,6 +184,47 @@ func orDuration(d, def time.Duration) time.Duration {
 // and for the ids a portal's resources carry.
 var fhirID = regexp.MustCompile(`^[A-Za-z0-9\-.]{1,64}$`)
 
+// ErrInvalidUsername and ErrInvalidPassword are wrapped (with
+// ErrInvalidRequest) by the error of a credential no portal could be
+// sent: longer than MaxCredentialLen bytes, not UTF-8, holding a control
+// character (RFC 7617 forbids them in HTTP Basic; a login form would
+// carry them where no user typed them), or, for fhir-basic, a username
+// with a colon, which HTTP Basic cannot carry (RFC 7617 §2). Such a
+// request is refused at acceptance rather than failed at the portal.
+var (
+	ErrInvalidUsername = errors.New("the username cannot be sent to a portal")
+	ErrInvalidPassword = errors.New("the password cannot be sent to a portal")
+)
+
+// MaxCredentialLen bounds a username and a password, in bytes.
+const MaxCredentialLen = 1024
+
+// checkCredentials applies ErrInvalidUsername's and ErrInvalidPassword's
+// rules. Its errors never quote a credential.
+func checkCredentials(systemType string, c Credentials) error {
+	for _, f := range []struct {
+		v    string
+		kind error
+	}{{c.Username, ErrInvalidUsername}, {c.Password, ErrInvalidPassword}} {
+		why := ""
+		switch {
+		case len(f.v) > MaxCredentialLen:
+			why = fmt.Sprintf("longer than %d bytes", MaxCredentialLen)
+		case !utf8.ValidString(f.v):
+			why = "not UTF-8"
+		case strings.ContainsFunc(f.v, unicode.IsControl):
+			why = "it holds a control character"
+		}
+		if why != "" {
+			return &Error{Kind: ErrInvalidRequest, Err: fmt.Errorf("%w: %s", f.kind, why)}
+		}
+	}
+	if systemType == acds.SystemFHIRBasic && strings.Contains(c.Username, ":") {
+		return &Error{Kind: ErrInvalidRequest, Err: fmt.Errorf("%w: HTTP Basic (fhir-basic) cannot carry a colon in a username (RFC 7617)", ErrInvalidUsername)}
+	}
+	return nil
+}
+
 // ErrInvalidRecordID is wrapped (with ErrInvalidRequest) by the error
 // for a recordId that is not a FHIR id.
 var ErrInvalidRecordID = errors.New("recordId must be a FHIR id: 1 to 64 characters from A-Z, a-z, 0-9, '-' and '.'")
@@ -225,6 +268,9 @@ func (c *Connector) admit(req Request) error {
 	}
 	if req.Credentials.Username == "" || req.Credentials.Password == "" {
 		return &Error{Kind: ErrInvalidRequest, Detail: "username and password are required"}
+	}
+	if err := checkCredentials(req.SystemType, req.Credentials); err != nil {
+		return err
 	}
 	_, err := c.Guard.CheckURL(req.PortalURL)
 	if errors.Is(err, ErrMalformedURL) {

@@ -92,8 +92,9 @@ func ProblemCode(err error) string {
 // ProblemField returns the request field an error of Admit is about,
 // for the problem's field errors: "portalUrl" for ErrForbidden and
 // ErrMalformedURL, "recordId"
-// for ErrInvalidRecordID, "systemType" for ErrUnsupportedSystemType, and
-// "" for any other error.
+// for ErrInvalidRecordID, "systemType" for ErrUnsupportedSystemType,
+// "username" and "password" for ErrInvalidUsername and ErrInvalidPassword,
+// and "" for any other error.
 func ProblemField(err error) string {
 	switch {
 	case errors.Is(err, ErrForbidden), errors.Is(err, ErrMalformedURL):
@@ -102,6 +103,10 @@ func ProblemField(err error) string {
 		return "recordId"
 	case errors.Is(err, ErrUnsupportedSystemType):
 		return "systemType"
+	case errors.Is(err, ErrInvalidUsername):
+		return "username"
+	case errors.Is(err, ErrInvalidPassword):
+		return "password"
 	}
 	return ""
 }

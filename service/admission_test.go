@@ -367,6 +367,23 @@ func TestAcceptanceRefusalNamesTheField(t *testing.T) {
 			t.Errorf("public IP portal %s: %+v", u, p)
 		}
 	}
+	// A username HTTP Basic cannot carry (RFC 7617) is refused at once,
+	// on its field, without quoting it.
+	body, _ := json.Marshal(map[string]string{"systemType": "fhir-basic", "portalUrl": "https://portal.example/fhir",
+		"username": "dr:who-7731", "password": "p", "recordId": "pat-1"})
+	req, _ := http.NewRequest("POST", base+"/v1/fetch-and-attest", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		var up acds.Problem
+		_ = json.NewDecoder(resp.Body).Decode(&up)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || len(up.Errors) != 1 || up.Errors[0].Field != "username" || strings.Contains(up.Detail, "7731") {
+			t.Errorf("username with a colon: %d %+v", resp.StatusCode, up)
+		}
+	}
 	p = post("https://portal.example/fhir", strings.Repeat("7", 65))
 	if p.Status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "recordId" || !strings.Contains(p.Errors[0].Message, "64") {
 		t.Errorf("long recordId: %+v", p)
