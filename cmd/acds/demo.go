@@ -43,14 +43,15 @@ const (
 // in-process notary, all on free loopback ports with their data in a
 // temporary directory. It creates an anonymous session over attested TLS,
 // fetches a patient's record with fetch-and-attest, submits the fetched
-// record to /v1/process for de-identification, verifies both attestation
-// bundles offline with package verify and prints a summary.
+// record to /v1/process for de-identification and queries it with
+// FHIRPath, verifies the three attestation bundles and a selective
+// disclosure offline with package verify and prints a summary.
 //
 //	acds demo [--keep]
 //
 // With --keep it then prints the URLs and credentials and keeps everything
 // running (and the data directory) until interrupted. Exit 0 only when
-// every step succeeded and both bundles verified, 1 otherwise, 2 on a usage
+// every step succeeded and everything verified, 1 otherwise, 2 on a usage
 // error.
 func runDemo(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds demo", flag.ContinueOnError)
@@ -59,8 +60,10 @@ func runDemo(ctx context.Context, e env) int {
 	setUsage(flags, help{usage: []string{"acds demo [--keep]"},
 		about: `
 Starts the demo portal, the notary and the server in this process, fetches and
-attests a record, processes it, verifies both bundles offline and prints a summary.`,
-		exit: "0 every step succeeded and both bundles verified, 1 otherwise, 2 usage error."})
+attests a record, processes it (de-identified, and a FHIRPath query), discloses
+one entry, verifies the three bundles and the disclosure offline and prints a
+summary.`,
+		exit: "0 every step succeeded and everything verified, 1 otherwise, 2 usage error."})
 	args, err := parseArgs(flags, e.args)
 	if err != nil {
 		return parseExit(err)
