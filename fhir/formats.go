@@ -26,8 +26,8 @@ func refType(ref string) string {
 	if i := strings.Index(ref, "/_history/"); i >= 0 {
 		ref = ref[:i]
 	}
-	if strings.ContainsAny(ref, "?#") {
-		return ""
+	if strings.IndexByte(ref, '?') >= 0 || strings.IndexByte(ref, '#') >= 0 {
+		return "" // two byte searches cost less than ContainsAny's set
 	}
 	j := strings.LastIndexByte(ref, '/')
 	if j <= 0 || j == len(ref)-1 {
@@ -117,6 +117,13 @@ func validOID(s string) bool {
 }
 
 func validUUID(s string) bool {
+	return uuidForm(s, false)
+}
+
+// uuidForm reports whether s, less a "urn:uuid:" prefix, is a UUID in
+// the 8-4-4-4-12 form: hex digits in lower case, or in either case with
+// anyCase (as strings.ToLower before validUUID, without the copy).
+func uuidForm(s string, anyCase bool) bool {
 	s = strings.TrimPrefix(s, "urn:uuid:")
 	if len(s) != 36 {
 		return false
@@ -127,6 +134,9 @@ func validUUID(s string) bool {
 			if c != '-' {
 				return false
 			}
+			continue
+		}
+		if anyCase && c >= 'A' && c <= 'F' {
 			continue
 		}
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
@@ -408,7 +418,7 @@ func primitiveFormat(typ, s string) string {
 			return "URIs must not contain whitespace"
 		case strings.HasPrefix(s, "urn:oid:") && !validOID(s):
 			return "not a valid OID"
-		case strings.HasPrefix(s, "urn:uuid:") && !validUUID(strings.ToLower(s)):
+		case strings.HasPrefix(s, "urn:uuid:") && !uuidForm(s, true):
 			return "not a valid UUID"
 		}
 	case "oid":
