@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"regexp"
 	"runtime"
 	"strings"
@@ -22,10 +21,10 @@ var defaultRE = regexp.MustCompile(`\(default ("(?:[^"\\]|\\.)*"|[^)]*)\)\s*$`)
 // helpFlags runs `acds args… -h` and returns the flags its help lists.
 func helpFlags(t *testing.T, args ...string) map[string]helpFlag {
 	t.Helper()
-	var stderr bytes.Buffer
-	e := env{stdout: io.Discard, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
-	if code := run(context.Background(), append(args, "-h"), e); code != 0 {
-		t.Fatalf("acds %s -h: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+	var stdout, stderr bytes.Buffer
+	e := env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
+	if code := run(context.Background(), append(args, "-h"), e); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("acds %s -h: exit %d; help belongs on standard output, standard error got:\n%s", strings.Join(args, " "), code, stderr.String())
 	}
 	flags := map[string]helpFlag{}
 	var name string
@@ -42,7 +41,7 @@ func helpFlags(t *testing.T, args ...string) map[string]helpFlag {
 		name = ""
 		usage.Reset()
 	}
-	for _, line := range strings.Split(stderr.String(), "\n") {
+	for _, line := range strings.Split(stdout.String(), "\n") {
 		switch {
 		case strings.HasPrefix(line, "  -"):
 			flush()

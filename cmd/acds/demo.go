@@ -64,7 +64,7 @@ attests a record, processes it (de-identified, and a FHIRPath query), discloses
 one entry, verifies the three bundles and the disclosure offline and prints a
 summary.`,
 		exit: "0 every step succeeded and everything verified, 1 otherwise, 2 usage error."})
-	args, err := parseArgs(flags, e.args)
+	args, err := parseArgs(flags, e.args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

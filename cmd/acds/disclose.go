@@ -60,7 +60,7 @@ nothing of the other entries. The disclosure key (the result's disclosureKey)
 stays with you: anyone holding it and the output can disclose any entry.`,
 		exit: `0 written, 1 nothing matched or the inputs do not belong together,
 2 usage error or unreadable input.`})
-	args, err := parseArgs(flags, e.args)
+	args, err := parseArgs(flags, e.args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

@@ -94,7 +94,7 @@ Every file is reported, also after an unreadable one. --security-checks and
 checked as the service checks its input.`,
 		exit: `0 every file valid, 1 any file invalid, 2 usage error or any file
 unreadable (after all files were reported).`})
-	files, err := parseArgs(fs, args)
+	files, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}
@@ -185,7 +185,7 @@ func fhirFmt(args []string, e env) int {
 Validates FILE (- for standard input) as FHIR R4 JSON and prints its normalised
 canonical JSON: a collection Bundle with a Provenance, de-identified with --deidentify.`,
 		exit: "0 printed, 1 invalid FHIR R4, 2 usage error or an unreadable FILE or key file."})
-	files, err := parseArgs(fs, args)
+	files, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

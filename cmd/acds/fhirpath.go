@@ -33,7 +33,7 @@ standard input) and prints the result collection as a JSON array: primitives as
 JSON values, complex elements and Quantity as their FHIR JSON.`,
 		exit: `0 evaluated, 1 evaluation error, 2 usage error, an expression that
 does not parse, or an input that cannot be read or is not FHIR R4 JSON.`})
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

@@ -13,7 +13,19 @@ import (
 // its positional arguments (`acds verify bundle.b64 --json`), and returns
 // the positional ones. "--" ends the flags. Every subcommand parses with
 // it.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseArgs(fs *flag.FlagSet, args []string, helpOut io.Writer) ([]string, error) {
+	// Help that was asked for goes to standard output (acds verify -h |
+	// less); the usage after a mistake stays on standard error.
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(helpOut)
+			fs.Usage()
+			return nil, flag.ErrHelp
+		}
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

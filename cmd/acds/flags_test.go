@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,18 +28,34 @@ func TestParseArgs(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		asJSON := fs.Bool("json", false, "")
-		pos, err := parseArgs(fs, tc.args)
+		pos, err := parseArgs(fs, tc.args, io.Discard)
 		if err != nil || !reflect.DeepEqual(pos, tc.pos) || *asJSON != tc.json {
 			t.Errorf("%q: %q json=%v %v; want %q json=%v", tc.args, pos, *asJSON, err, tc.pos, tc.json)
 		}
 	}
-	for args, code := range map[string]int{"-h": 0, "--nope": 2} {
+	// Help asked for goes to the help writer, a mistake's usage to the
+	// flag set's output (standard error).
+	for _, c := range []struct {
+		arg            string
+		code           int
+		toHelp, toErrs bool
+	}{{"-h", 0, true, false}, {"--help", 0, true, false}, {"--nope", 2, false, true}} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		_, err := parseArgs(fs, []string{"x", args})
-		if err == nil || parseExit(err) != code {
-			t.Errorf("%s: %v, exit %d; want %d", args, err, parseExit(err), code)
+		var help, errs strings.Builder
+		fs.SetOutput(&errs)
+		fs.Usage = func() { fmt.Fprintln(fs.Output(), "usage: t") }
+		_, err := parseArgs(fs, []string{"x", c.arg}, &help)
+		if err == nil || parseExit(err) != c.code {
+			t.Errorf("%s: %v, exit %d; want %d", c.arg, err, parseExit(err), c.code)
 		}
+		if (help.Len() > 0) != c.toHelp || strings.Contains(errs.String(), "usage") != c.toErrs {
+			t.Errorf("%s: help writer %q, standard error %q", c.arg, help.String(), errs.String())
+		}
+	}
+	// After --, -h is an argument.
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	if pos, err := parseArgs(fs, []string{"--", "-h"}, io.Discard); err != nil || len(pos) != 1 || pos[0] != "-h" {
+		t.Errorf("-- -h: %q %v", pos, err)
 	}
 }
 

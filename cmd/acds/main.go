@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -60,11 +61,16 @@ func main() {
 // run dispatches args[0] to its subcommand.
 func run(ctx context.Context, args []string, e env) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(e.stderr, cmds)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(e.stdout, cmds) // asked for: standard output
+		return 0
+	case "version", "--version":
+		fmt.Fprintln(e.stdout, version())
 		return 0
 	}
 	c, ok := cmds[args[0]]
@@ -85,5 +91,26 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "run `acds <command> -h` for a command's flags")
+	fmt.Fprintln(w, "run `acds <command> -h` for a command's flags, `acds version` for this build")
+}
+
+// version is the module version and VCS revision this binary was built
+// from, as the Go toolchain recorded them, and the Go version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "acds (no build information)"
+	}
+	v := "acds " + bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += " (modified)"
+			}
+		}
+	}
+	return v + " " + bi.GoVersion
 }

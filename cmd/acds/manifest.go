@@ -58,7 +58,7 @@ func manifestSign(e env) int {
 	in := flags.String("in", "", "JSON manifest description")
 	out := flags.String("out", "", `file for the signed manifest ("-" for standard output)`)
 	pubOut := flags.String("pub-out", "", "also write the publisher's public key (PEM) to `FILE`, the form acds manifest verify --key and acds verify --manifest-key read; default none: it is printed on standard error only")
-	args, err := parseArgs(flags, e.args[1:])
+	args, err := parseArgs(flags, e.args[1:], e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}
@@ -119,7 +119,7 @@ func manifestVerify(e env) int {
 	keyFile := flags.String("key", "", "the publisher's Ed25519 public key file (PEM, hex or base64)")
 	in := flags.String("in", "", `signed manifest ("-" for standard input)`)
 	asJSON := flags.Bool("json", false, "print the manifest as a JSON description")
-	args, err := parseArgs(flags, e.args[1:])
+	args, err := parseArgs(flags, e.args[1:], e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

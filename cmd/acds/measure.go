@@ -21,7 +21,7 @@ func runMeasure(ctx context.Context, e env) int {
 	setUsage(flags, help{usage: []string{"acds measure [FILE]"},
 		about: "prints the code hash (hex SHA-384) of FILE, or of this acds binary",
 		exit:  "0 printed, 2 usage error or an unreadable FILE."})
-	args, err := parseArgs(flags, e.args)
+	args, err := parseArgs(flags, e.args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

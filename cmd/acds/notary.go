@@ -41,7 +41,7 @@ other non-public addresses (the same rule as acds serve's portals), without
 naming the address in its answer; --allow-private-targets lifts that for
 development. It reports the address it dialled, which acds serve checks again.`,
 		exit: "0 after a clean shutdown, 1 runtime error, 2 usage error."})
-	args, err := parseArgs(flags, e.args)
+	args, err := parseArgs(flags, e.args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

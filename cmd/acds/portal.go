@@ -51,7 +51,7 @@ acds serve --portal-ca), prints the FHIR base URL, the demo credentials and the
 patients, then one line with the listen address once ready. The fault flags
 make it misbehave, for testing clients.`,
 		exit: "0 after a clean shutdown, 1 runtime error, 2 usage error."})
-	args, err := parseArgs(flags, e.args)
+	args, err := parseArgs(flags, e.args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}

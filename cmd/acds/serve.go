@@ -95,7 +95,7 @@ origin, clientId and redirectUri are required. privateKeyFile (PEM; ECDSA P-256,
 P-384 or RSA >= 2048 bits; mode 0600; relative to the file) selects private_key_jwt
 client authentication. The file is checked at start; keys are never logged.`,
 		exit: "0 after a clean drain, 1 runtime failure, 2 bad flags."})
-	args, err := parseArgs(fs, e.args)
+	args, err := parseArgs(fs, e.args, e.stdout)
 	if err != nil {
 		return nil, err
 	}

@@ -261,7 +261,7 @@ func TestServeFlags(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if code := runServe(context.Background(), env{args: []string{"-h"}, stdout: io.Discard, stderr: &stderr}); code != 0 ||
+	if code := runServe(context.Background(), env{args: []string{"-h"}, stdout: &stderr, stderr: io.Discard}); code != 0 || // help goes to standard output
 		!strings.Contains(stderr.String(), "--allow-private-portals") && !strings.Contains(stderr.String(), "-allow-private-portals") {
 		t.Errorf("-h: exit %d, %s", code, stderr.String())
 	}

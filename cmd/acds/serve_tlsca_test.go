@@ -170,7 +170,7 @@ func TestServeTLSCAFlags(t *testing.T) {
 	}
 
 	var stderr bytes.Buffer
-	if code := runServe(context.Background(), env{args: []string{"-h"}, stdout: io.Discard, stderr: &stderr}); code != 0 ||
+	if code := runServe(context.Background(), env{args: []string{"-h"}, stdout: &stderr, stderr: io.Discard}); code != 0 || // help goes to standard output
 		!strings.Contains(stderr.String(), "-tls-ca-cert") || !strings.Contains(stderr.String(), "-tls-ca-key") {
 		t.Errorf("-h: exit %d, %s", code, stderr.String())
 	}

@@ -81,7 +81,7 @@ measurement against the policy, the notary statements, the claims and, with
 disclosed entries) as one HTML file that loads nothing.`,
 		exit: `0 valid, 1 invalid (the reasons are printed), 2 usage error,
 unreadable input or (with --server) connection error.`})
-	args, err := parseArgs(flags, e.args)
+	args, err := parseArgs(flags, e.args, e.stdout)
 	if err != nil {
 		return parseExit(err)
 	}
