@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"time"
@@ -28,10 +29,12 @@ import (
 // and the current time, and prints the manifest. Exit 0 on success, 1 when
 // the manifest does not verify, 2 on usage errors or unreadable files.
 func runManifest(ctx context.Context, e env) int {
-	usage := func() {
-		fmt.Fprintln(e.stderr, "usage: acds manifest sign --key KEY --in DESCRIPTION.json --out SIGNED [--pub-out PUBKEY]")
-		fmt.Fprintln(e.stderr, "       acds manifest verify --key PUBKEY --in SIGNED [--json]")
+	usageTo := func(w io.Writer) {
+		fmt.Fprintln(w, "usage: acds manifest sign --key KEY --in DESCRIPTION.json --out SIGNED [--pub-out PUBKEY]")
+		fmt.Fprintln(w, "       acds manifest verify --key PUBKEY --in SIGNED [--json]")
+		fmt.Fprintln(w, "\nrun `acds manifest sign -h` or `acds manifest verify -h` for each one's flags")
 	}
+	usage := func() { usageTo(e.stderr) }
 	if len(e.args) == 0 {
 		usage()
 		return 2
@@ -42,7 +45,7 @@ func runManifest(ctx context.Context, e env) int {
 	case "verify":
 		return manifestVerify(e)
 	case "-h", "--help", "help":
-		usage()
+		usageTo(e.stdout)
 		return 0
 	default:
 		fmt.Fprintf(e.stderr, "acds manifest: unknown subcommand %q\n", e.args[0])
@@ -58,6 +61,14 @@ func manifestSign(e env) int {
 	in := flags.String("in", "", "JSON manifest description")
 	out := flags.String("out", "", `file for the signed manifest ("-" for standard output)`)
 	pubOut := flags.String("pub-out", "", "also write the publisher's public key (PEM) to `FILE`, the form acds manifest verify --key and acds verify --manifest-key read; default none: it is printed on standard error only")
+	setUsage(flags, help{usage: []string{"acds manifest sign --key KEY --in DESCRIPTION.json --out SIGNED [--pub-out PUBKEY]"},
+		about: `
+Signs a JSON manifest description (issuer, notBefore, notAfter, profiles with
+their measurements and minimum TCB, notaryKeys) with the Ed25519 private key in
+KEY (PEM PKCS #8; created with mode 0600 when missing, never overwritten) and
+writes the COSE_Sign1 manifest to SIGNED ("-" for standard output). The
+publisher's public key (PEM) is printed on standard error for publishing.`,
+		exit: "0 signed, 2 usage error, an unreadable or invalid description or key."})
 	args, err := parseArgs(flags, e.args[1:], e.stdout)
 	if err != nil {
 		return parseExit(err)
@@ -119,6 +130,12 @@ func manifestVerify(e env) int {
 	keyFile := flags.String("key", "", "the publisher's Ed25519 public key file (PEM, hex or base64)")
 	in := flags.String("in", "", `signed manifest ("-" for standard input)`)
 	asJSON := flags.Bool("json", false, "print the manifest as a JSON description")
+	setUsage(flags, help{usage: []string{"acds manifest verify --key PUBKEY --in SIGNED [--json]"},
+		about: `
+Checks the signed manifest SIGNED ("-" for standard input) against the
+publisher's public key in PUBKEY (PEM, hex or base64) and the current time, and
+prints the manifest.`,
+		exit: "0 valid, 1 the manifest does not verify, 2 usage error or unreadable files."})
 	args, err := parseArgs(flags, e.args[1:], e.stdout)
 	if err != nil {
 		return parseExit(err)
