@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds"
 )
 
 // TestParseArgs: flags may come before or after positional arguments,
@@ -99,5 +101,19 @@ func TestSetUsage(t *testing.T) {
 		if !strings.HasPrefix(h, "usage: acds "+strings.Join(args, " ")) || !strings.Contains(h, "\n\nExit status: ") {
 			t.Errorf("acds %s -h:\n%s", strings.Join(args, " "), h)
 		}
+	}
+}
+
+// TestVersion: acds version and --version print the service version (the
+// one /v1/health reports) on standard output, and acds help the usage.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		code, out, errOut := attRun(t, "", arg)
+		if code != 0 || !strings.HasPrefix(out, "acds "+acds.Version+" ") || errOut != "" {
+			t.Errorf("acds %s: exit %d, %q %q", arg, code, out, errOut)
+		}
+	}
+	if code, out, _ := attRun(t, "", "help"); code != 0 || !strings.Contains(out, "usage: acds <command>") {
+		t.Errorf("acds help: exit %d, %q", code, out)
 	}
 }

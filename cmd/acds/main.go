@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/acds-project/acds"
 	"io"
 	"net"
 	"os"
@@ -94,14 +95,17 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "run `acds <command> -h` for a command's flags, `acds version` for this build")
 }
 
-// version is the module version and VCS revision this binary was built
-// from, as the Go toolchain recorded them, and the Go version.
+// version is the service version (acds.Version, what /v1/health and the
+// ready line report), then the module version and VCS revision this
+// binary was built from, as the Go toolchain recorded them, and the Go
+// version.
 func version() string {
+	v := "acds " + acds.Version
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "acds (no build information)"
+		return v
 	}
-	v := "acds " + bi.Main.Version
+	v += " (module " + bi.Main.Version
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -112,5 +116,5 @@ func version() string {
 			}
 		}
 	}
-	return v + " " + bi.GoVersion
+	return v + ", " + bi.GoVersion + ")"
 }
