@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/acds-project/acds"
@@ -27,8 +28,30 @@ var (
 
 // InvalidError reports input that failed validation.
 type InvalidError struct {
-	Outcome *OperationOutcome // every finding, errors and warnings
-	NotR4   bool              // the content is FHIR of another version
+	// Outcome holds every finding: the errors (fatal ones first) come
+	// before the warnings, each kind in the order validation found them,
+	// so that the reason for the refusal is not behind a hundred
+	// best-practice warnings.
+	Outcome *OperationOutcome
+	NotR4   bool // the content is FHIR of another version
+}
+
+// invalid is the InvalidError of a refused input's outcome, its issues
+// ordered as InvalidError.Outcome says.
+func invalid(outcome *OperationOutcome, notR4 bool) *InvalidError {
+	rank := func(s Severity) int {
+		switch s {
+		case SeverityFatal:
+			return 0
+		case SeverityError:
+			return 1
+		case SeverityWarning:
+			return 2
+		}
+		return 3
+	}
+	slices.SortStableFunc(outcome.Issues, func(a, b Issue) int { return rank(a.Severity) - rank(b.Severity) })
+	return &InvalidError{Outcome: outcome, NotR4: notR4}
 }
 
 // Error summarises the outcome: the error count and the first error.
@@ -152,7 +175,7 @@ func Process(input []byte, opts Options) (*Output, error) {
 	}
 	outcome, root, notR4 := decodeAndValidate(input, maxBytes)
 	if outcome.HasErrors() {
-		return nil, &InvalidError{Outcome: outcome, NotR4: notR4}
+		return nil, invalid(outcome, notR4)
 	}
 	out, count, err := normalize(root, opts, format)
 	if err != nil {
@@ -160,7 +183,7 @@ func Process(input []byte, opts Options) (*Output, error) {
 	}
 	if count < 2 {
 		outcome.Issues = append(outcome.Issues, noResources())
-		return nil, &InvalidError{Outcome: outcome}
+		return nil, invalid(outcome, false)
 	}
 	// The output is about the input's size (compact), plus fullUrls and
 	// the Provenance: size the buffer for that.
@@ -190,11 +213,11 @@ func Check(input []byte, opts Options) error {
 		outcome, root, notR4 = decodeAndValidate(input, maxBytes)
 	}
 	if outcome.HasErrors() {
-		return &InvalidError{Outcome: outcome, NotR4: notR4}
+		return invalid(outcome, notR4)
 	}
 	if !hasResources(root) {
 		outcome.Issues = append(outcome.Issues, noResources())
-		return &InvalidError{Outcome: outcome}
+		return invalid(outcome, false)
 	}
 	return nil
 }

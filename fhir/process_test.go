@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -274,5 +275,49 @@ func testProcessKeepsDecimalPrecision(t *testing.T, process func([]byte, Options
 	}
 	if !bytes.Contains(out.JSON, []byte(`"value":4.50`)) {
 		t.Fatalf("decimal precision lost: %s", out.JSON)
+	}
+}
+
+// TestInvalidErrorPutsErrorsFirst: a refused input's outcome lists its
+// errors before the warnings that precede them in validation order (a
+// Synthea-sized record has hundreds of dom-6 warnings), each kind kept in
+// its order.
+func TestInvalidErrorPutsErrorsFirst(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"resourceType":"Bundle","type":"collection","entry":[`)
+	for i := range 5 {
+		fmt.Fprintf(&b, `{"fullUrl":"urn:uuid:00000000-0000-4000-8000-00000000000%d","resource":{"resourceType":"Patient","id":"p%d"}},`, i, i)
+	}
+	b.WriteString(`{"resource":{"resourceType":"Patient","id":"bad","birthDate":"yesterday","gender":"sometimes"}}]}`)
+	for name, err := range map[string]error{"Check": Check([]byte(b.String()), Options{}), "Process": func() error {
+		_, err := Process([]byte(b.String()), testOpts(acds.OutputFHIRR4))
+		return err
+	}()} {
+		var inv *InvalidError
+		if !errors.As(err, &inv) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		is := inv.Outcome.Issues
+		n := inv.Outcome.ErrorCount()
+		if n < 2 || len(is) <= n {
+			t.Fatalf("%s: %d errors among %d issues; the test needs errors and warnings", name, n, len(is))
+		}
+		for i, x := range is {
+			if isErr := x.Severity == SeverityError || x.Severity == SeverityFatal; isErr != (i < n) {
+				t.Fatalf("%s: issue %d is %s; want the %d errors first: %v", name, i, x.Severity, n, is)
+			}
+		}
+		// Each kind keeps validation's order.
+		var errs, warns []Issue
+		for _, x := range Validate([]byte(b.String())).Issues {
+			if x.Severity == SeverityError || x.Severity == SeverityFatal {
+				errs = append(errs, x)
+			} else {
+				warns = append(warns, x)
+			}
+		}
+		if !reflect.DeepEqual(is[:n], errs) || !reflect.DeepEqual(is[n:], warns) {
+			t.Errorf("%s: the errors or the warnings are out of validation's order: %v", name, is)
+		}
 	}
 }
