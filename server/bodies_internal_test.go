@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http/httptest"
 	"testing"
 	"testing/iotest"
 )
@@ -85,4 +86,29 @@ func BenchmarkReadBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestCheckJSONContentType: the fast path for exactly application/json
+// answers as the parsed path does.
+func TestCheckJSONContentType(t *testing.T) {
+	for ct, ok := range map[string]bool{
+		"":                                  true,
+		"application/json":                  true,
+		"Application/JSON":                  true,
+		"application/json; charset=utf-8":   true,
+		"application/fhir+json":             true,
+		"application/json;":                 true,
+		"application/jsonx":                 false,
+		"text/plain":                        false,
+		"application/x-www-form-urlencoded": false,
+		"application/json; =":               false,
+	} {
+		r := httptest.NewRequest("POST", "/v1/process", nil)
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		if got := checkJSONContentType(r) == nil; got != ok {
+			t.Errorf("Content-Type %q: accepted %v, want %v", ct, got, ok)
+		}
+	}
 }
