@@ -209,17 +209,16 @@ func tuneGC(ctx context.Context, floor uint64) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(gcTuneEvery)
 	defer t.Stop()
-	set := 100
 	for {
 		metrics.Read(sample)
 		var live uint64
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			live = sample[0].Value.Uint64()
 		}
-		if pct := gcPercentFor(live, floor); pct != set {
-			debug.SetGCPercent(pct)
-			set = pct
-		}
+		// Set at every tick (it costs a lock), not only on a change:
+		// another tuneGC in the same process (tests run several servers)
+		// may have restored the default as it returned.
+		debug.SetGCPercent(gcPercentFor(live, floor))
 		select {
 		case <-ctx.Done():
 			return
