@@ -16,7 +16,8 @@ import (
 //
 //   - readLimited reads in chunks as bytes arrive and never allocates from
 //     the declared Content-Length, so a connection that declares 32 MiB
-//     and sends nothing costs a few kilobytes;
+//     and sends nothing costs at most 64 KiB (firstChunk; a body that
+//     declares less gets a buffer of its declared size);
 //   - at most Config.MaxBodies bodies are read or held at once; a request
 //     past that answers 503 unavailable with Retry-After before its body
 //     is read;

@@ -66,7 +66,8 @@
 // answers 503 unavailable with Retry-After (DESIGN §11).
 //
 // Bodies are read as their bytes arrive, never allocated from the declared
-// Content-Length; at most Config.MaxBodies are read or held at once (past
+// Content-Length beyond a first buffer of at most 64 KiB (a body that
+// declares less is read into one buffer of its size); at most Config.MaxBodies are read or held at once (past
 // that, 503 unavailable with Retry-After), and each read has a deadline
 // (Config.BodyIdleTimeout between chunks, Config.BodyTimeout in all) that
 // the Handler sets itself through http.ResponseController, so it holds in
