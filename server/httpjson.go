@@ -116,6 +116,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, dst any, opti
 		p.Errors = []acds.FieldError{{Field: "", Message: "trailing data after the JSON object"}}
 		return nil, p
 	}
+	// encoding/json keeps a repeated member's last value; refuse it, as
+	// something in front of the server may have read the first.
+	if name := duplicateMember(body); name != "" {
+		return nil, duplicateProblem(name)
+	}
 	return body, nil
 }
 

@@ -71,6 +71,14 @@ func TestEveryProblemCode(t *testing.T) {
 		{name: "wrong type", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"},"outputFormat":7}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
 		{name: "credential wrong type", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":1,"password":"p","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "username"},
 		{name: "trailing data", method: "POST", path: "/v1/process", token: tok, body: valid("fhir_r4") + `{}`, code: acds.ProblemInvalidRequest},
+		// A member named twice is refused, not decided by whichever value
+		// comes last (a proxy in front may read the first).
+		{name: "duplicate outputFormat", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle","type":"collection"},"outputFormat":"pdf","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
+		{name: "duplicate data", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Patient"},"outputFormat":"fhir_r4","data":{"resourceType":"Bundle","type":"collection"}}`, code: acds.ProblemInvalidRequest, wantField: "data"},
+		{name: "duplicate attestationBundle", method: "POST", path: "/v1/verify", body: `{"attestationBundle":"aGVsbG8=","attestationBundle":"d29ybGQ="}`, code: acds.ProblemInvalidRequest, wantField: "attestationBundle"},
+		{name: "duplicate passphrase", method: "POST", path: "/v1/auth/anon", body: `{"passphrase":"a long enough passphrase 1","passphrase":"a long enough passphrase 2"}`, code: acds.ProblemInvalidRequest, wantField: "passphrase"},
+		// encoding/json matches names case-insensitively: so does the check.
+		{name: "duplicate username by case", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: `{"systemType":"demo","portalUrl":"https://p.example","recordId":"1","username":"u","Username":"v","password":"p","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "Username"},
 		{name: "not an object", method: "POST", path: "/v1/process", token: tok, body: `[1,2]`, code: acds.ProblemInvalidRequest},
 		{name: "missing field", method: "POST", path: "/v1/process", token: tok, body: `{"data":{"resourceType":"Bundle"}}`, code: acds.ProblemInvalidRequest, wantField: "outputFormat"},
 		{name: "bundle not object", method: "POST", path: "/v1/process", token: tok, body: `{"data":"x","outputFormat":"fhir_r4"}`, code: acds.ProblemInvalidRequest, wantField: "data"},

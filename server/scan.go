@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/jsonscan"
@@ -27,8 +28,9 @@ type member struct {
 // pass: exactly one JSON object with the members "data" and
 // "outputFormat" (a string); any other member is an unknown field, and
 // keys match exactly (encoding/json would also match them case-
-// insensitively). As with encoding/json, a repeated member's last value
-// wins.
+// insensitively). A member named twice is refused (duplicateProblem):
+// encoding/json would keep the last value, and a proxy or a firewall in
+// front of the server may read the first.
 func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) {
@@ -52,6 +54,13 @@ func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 	})
 	if err != nil {
 		return syntaxProblem(err)
+	}
+	for j, m := range members {
+		for _, earlier := range members[:j] {
+			if earlier.name == m.name {
+				return duplicateProblem(m.name)
+			}
+		}
 	}
 	if rest := jsonscan.SkipSpace(body, end); rest != len(body) {
 		if _, err := jsonscan.Value(body, rest, 0); err != nil {
@@ -127,4 +136,33 @@ func syntaxProblem(err error) *acds.Problem {
 		return acds.NewProblem(acds.ProblemInvalidJSON, fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, se.Msg))
 	}
 	return acds.NewProblem(acds.ProblemInvalidJSON, "the body is not valid JSON")
+}
+
+// duplicateProblem is the answer to a body that names a member twice.
+func duplicateProblem(name string) *acds.Problem {
+	return fieldProblem(name, "named twice; a JSON object must name each member once")
+}
+
+// duplicateMember returns the first member name of the top-level JSON
+// object body that an earlier member already used, compared as
+// encoding/json matches names to fields (unescaped, case-insensitively),
+// or "" when there is none or body is not an object.
+func duplicateMember(body []byte) string {
+	i := jsonscan.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return ""
+	}
+	var names []string
+	dup := ""
+	_, _ = jsonscan.Object(body, i, 0, func(key []byte, i int) (int, error) {
+		name := string(key)
+		for _, n := range names {
+			if dup == "" && strings.EqualFold(n, name) {
+				dup = name
+			}
+		}
+		names = append(names, name)
+		return jsonscan.Value(body, i, 1)
+	})
+	return dup
 }
