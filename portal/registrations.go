@@ -168,6 +168,8 @@ func (r Registration) check() *RegistrationError {
 	switch {
 	case r.ClientID == "":
 		return &RegistrationError{Field: "ClientID", Reason: "required"}
+	case r.RedirectURI == "":
+		return &RegistrationError{Field: "RedirectURI", Reason: "required"}
 	case !absoluteURL(r.RedirectURI):
 		return &RegistrationError{Field: "RedirectURI", Reason: "want an absolute URL (the connector intercepts it and never dials it)"}
 	case strings.ContainsAny(r.Scope, "\"\\") || r.Scope != strings.Join(strings.Fields(r.Scope), " "):
@@ -247,19 +249,34 @@ func readCapped(path string) ([]byte, error) {
 // parseRegistrations parses a registrations file whose key files are
 // relative to dir.
 func parseRegistrations(data []byte, dir string) (map[string]Registration, error) {
+	const shape = "want a JSON array of {origin, clientId, redirectUri, scopes?, privateKeyFile?, keyId?}"
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var entries []registrationEntry
-	if err := dec.Decode(&entries); err != nil {
-		return nil, &RegistrationError{Reason: "want a JSON array of {origin, clientId, redirectUri, scopes?, privateKeyFile?, keyId?}", Err: err}
+	var raw []json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, &RegistrationError{Reason: shape, Err: err}
 	}
 	if dec.More() {
 		return nil, &RegistrationError{Reason: "more than one JSON value"}
 	}
-	regs := make(map[string]Registration, len(entries))
+	regs := make(map[string]Registration, len(raw))
 	first := map[string]int{}
-	for i, e := range entries {
+	for i, rawEntry := range raw {
 		n := i + 1
+		// Each entry alone, so that an error names the entry.
+		var e registrationEntry
+		ed := json.NewDecoder(bytes.NewReader(rawEntry))
+		ed.DisallowUnknownFields()
+		if err := ed.Decode(&e); err != nil {
+			if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				return nil, &RegistrationError{Entry: n, Field: strings.Trim(f, `"`), Reason: "unknown field; " + shape}
+			}
+			field := ""
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				field = te.Field
+			}
+			return nil, &RegistrationError{Entry: n, Field: field, Reason: shape, Err: err}
+		}
 		fail := func(field, reason string, err error) error {
 			return &RegistrationError{Entry: n, Origin: e.Origin, Field: field, Reason: reason, Err: err}
 		}

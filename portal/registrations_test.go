@@ -109,13 +109,15 @@ func TestRegistrationErrors(t *testing.T) {
 		nothingAbout string // a text the error must not contain
 	}{
 		{"not JSON", `{"origin": 1}`, 0, "", "JSON array", ""},
-		{"unknown field", `[{"origin": "https://a.example", ` + ok + `, "secret": 1}]`, 0, "", "unknown field", ""},
+		{"unknown field", `[{"origin": "https://a.example", ` + ok + `}, {"origin": "https://b.example", ` + ok + `, "secret": 1}]`, 2, "secret", "unknown field", ""},
+		{"wrong type", `[{"origin": "https://a.example", "clientId": 7, "redirectUri": "https://x.example/cb"}]`, 1, "clientId", "JSON array", ""},
 		{"two values", `[] []`, 0, "", "more than one", ""},
 		{"no origin", `[{` + ok + `}]`, 1, "origin", "required", ""},
 		{"origin not https", `[{"origin": "ftp://a.example", ` + ok + `}]`, 1, "origin", "not an origin", ""},
 		{"origin with a path", `[{"origin": "https://a.example/fhir", ` + ok + `}]`, 1, "origin", "no path", ""},
 		{"duplicate origin", `[{"origin": "https://a.example", ` + ok + `}, {"origin": "https://A.example:443", ` + ok + `}]`, 2, "origin", "entry 1", ""},
 		{"no clientId", `[{"origin": "https://a.example", ` + ok + `}, {"origin": "https://b.example", "redirectUri": "https://x.example/cb"}]`, 2, "clientId", "required", ""},
+		{"no redirectUri", `[{"origin": "https://a.example", "clientId": "a"}]`, 1, "redirectUri", "required", ""},
 		{"relative redirect", `[{"origin": "https://a.example", "clientId": "a", "redirectUri": "/cb"}]`, 1, "redirectUri", "absolute", ""},
 		{"bad scope", `[{"origin": "https://a.example", ` + ok + `, "scopes": ["openid launch"]}]`, 1, "scopes", "not a scope", ""},
 		{"keyId without key", `[{"origin": "https://a.example", ` + ok + `, "keyId": "k"}]`, 1, "keyId", "without a key", ""},
