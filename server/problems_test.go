@@ -98,6 +98,9 @@ func TestEveryProblemCode(t *testing.T) {
 		{name: "unknown request", method: "GET", path: "/v1/requests/6f1c1f2e-9a55-4c38-9d4b-2f0e4f8a1b2c", token: tok, code: acds.ProblemNotFound},
 		{name: "not a uuid", method: "GET", path: "/v1/requests/..%2f", token: tok, code: acds.ProblemNotFound},
 		{name: "unknown path", method: "GET", path: "/v2/health", code: acds.ProblemNotFound},
+		// Not a redirect with an HTML body, as http.ServeMux would answer.
+		{name: "doubled slash", method: "GET", path: "//v1/health", code: acds.ProblemNotFound, wantDetail: "did you mean /v1/health?"},
+		{name: "dot segment", method: "POST", path: "/v1/./process", token: tok, body: valid("fhir_r4"), code: acds.ProblemNotFound, wantDetail: "/v1/process"},
 		{name: "wrong method", method: "PUT", path: "/v1/health", code: acds.ProblemMethodNotAllowed},
 		{name: "system type", method: "POST", path: "/v1/fetch-and-attest", token: tok, body: fetch("epic-mychart", "https://p.example"), code: acds.ProblemUnsupportedSystemType, wantField: "systemType", wantDetail: "fhir-basic"},
 		{name: "output format", method: "POST", path: "/v1/process", token: tok, body: valid("pdf"), code: acds.ProblemUnsupportedOutputFormat, wantField: "outputFormat", wantDetail: "fhir_r4_deidentified"},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"runtime"
 	"strings"
 	"sync"
@@ -148,7 +149,29 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, acds.NewProblem(acds.ProblemNotFound, "no such endpoint"))
 	})
-	return s.metrics.instrument(s.recoverPanics(mux))
+	return s.metrics.instrument(s.recoverPanics(cleanPaths(mux)))
+}
+
+// cleanPaths answers a path that is not in its clean form (a doubled
+// slash, a dot segment) with a not-found problem naming the clean path,
+// where http.ServeMux would redirect with an HTML body: a client joining
+// a base URL that ends in a slash learns what to fix, in the API's own
+// error format.
+func cleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if p != "" && p != "*" {
+			clean := path.Clean(p)
+			if !strings.HasPrefix(clean, "/") {
+				clean = "/" + clean
+			}
+			if clean != p && clean+"/" != p { // a trailing slash is the mux's business (404)
+				writeProblem(w, acds.NewProblem(acds.ProblemNotFound, fmt.Sprintf("no such endpoint: the path is not in clean form; did you mean %s?", clean)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) methodSwitch(methods map[string]http.HandlerFunc) http.Handler {
