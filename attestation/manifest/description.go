@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"strings"
 	"time"
@@ -90,8 +91,8 @@ func ParseDescription(data []byte) (*Manifest, error) {
 // PKIX body.
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "-----BEGIN") {
-		pub, err := parsePEMPublicKey([]byte(s))
+	if block, _ := pem.Decode([]byte(s)); block != nil {
+		pub, err := parsePEMPublicKey(block)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -114,13 +115,7 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: %q is not an Ed25519 public key (PEM, or hex or base64)", ErrInvalid, clip(s))
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
+	// The text is not quoted: a private key given by mistake would land
+	// in the message, and from there in a log.
+	return nil, fmt.Errorf("%w: %d characters that are not an Ed25519 public key (PEM, or hex or base64)", ErrInvalid, len(s))
 }

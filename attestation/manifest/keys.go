@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 )
 
 // ErrKey marks an unusable key file.
@@ -81,27 +80,16 @@ func ReadPublicKey(path string) (ed25519.PublicKey, error) {
 	if len(data) > 16<<10 {
 		return nil, fmt.Errorf("%w: %s is too large", ErrKey, path)
 	}
-	if block, _ := pem.Decode(data); block != nil {
-		pub, err := parsePEMPublicKey(data)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s %v", ErrKey, path, err)
-		}
-		return pub, nil
-	}
-	pub, err := ParsePublicKey(strings.TrimSpace(string(data)))
+	pub, err := ParsePublicKey(string(data))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrKey, path, err)
 	}
 	return pub, nil
 }
 
-// parsePEMPublicKey reads the first PEM block of data, which must be a
-// PKIX "PUBLIC KEY" holding an Ed25519 key.
-func parsePEMPublicKey(data []byte) (ed25519.PublicKey, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, fmt.Errorf("holds no PEM block")
-	}
+// parsePEMPublicKey reads a PEM block, which must be a PKIX "PUBLIC KEY"
+// holding an Ed25519 key.
+func parsePEMPublicKey(block *pem.Block) (ed25519.PublicKey, error) {
 	if block.Type != "PUBLIC KEY" {
 		return nil, fmt.Errorf("holds a %s, want a PUBLIC KEY", block.Type)
 	}

@@ -54,3 +54,14 @@ func TestParsePublicKeyForms(t *testing.T) {
 		}
 	}
 }
+
+// TestParsePublicKeyQuotesNothing: a key file holding a private key in
+// hex (a mistake) is refused without the key in the message.
+func TestParsePublicKeyQuotesNothing(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	secret := hex.EncodeToString(priv)
+	_, err := manifest.ParsePublicKey(secret)
+	if !errors.Is(err, manifest.ErrInvalid) || strings.Contains(err.Error(), secret[:16]) {
+		t.Fatalf("%v", err)
+	}
+}
