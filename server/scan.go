@@ -157,8 +157,9 @@ func duplicateMember(body []byte) string {
 	_, _ = jsonscan.Object(body, i, 0, func(key []byte, i int) (int, error) {
 		name := string(key)
 		for _, n := range names {
-			if dup == "" && strings.EqualFold(n, name) {
+			if strings.EqualFold(n, name) {
 				dup = name
+				return i, errDuplicate // the rest need not be read
 			}
 		}
 		names = append(names, name)
@@ -166,3 +167,6 @@ func duplicateMember(body []byte) string {
 	})
 	return dup
 }
+
+// errDuplicate stops duplicateMember's scan at the first repeated name.
+var errDuplicate = errors.New("duplicate member")

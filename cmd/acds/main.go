@@ -9,13 +9,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/acds-project/acds"
 	"io"
 	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/acds-project/acds"
 )
 
 // env is what a subcommand may touch of the process: its arguments,

@@ -63,7 +63,7 @@ func runVerify(ctx context.Context, e env) int {
 	setUsage(flags, help{usage: []string{
 		"acds verify BUNDLE|- [--policy FILE [--manifest-key FILE] | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--notary-key FILE…] [--allow-simulated] [--output FILE] [--json] [--html FILE]",
 		"acds verify --server https://HOST:PORT [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json]",
-		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--allow-simulated] [--json] [--html FILE]"},
+		"acds verify --disclosure FILE [--policy FILE | --measurement HEX…] [--tpm-ak FILE… | --tpm-ak-roots FILE] [--notary-key FILE…] [--allow-simulated] [--json] [--html FILE]"},
 		about: `
 Verifies an attestation bundle offline (BUNDLE is a file holding it as base64
 or raw CBOR, - for standard input), or with --server a running server's
