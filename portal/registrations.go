@@ -120,7 +120,7 @@ func Origin(rawURL string) (string, error) {
 		return "", err
 	}
 	scheme := strings.ToLower(u.Scheme)
-	if (scheme != "https" && scheme != "http") || u.Host == "" {
+	if (scheme != "https" && scheme != "http") || u.Hostname() == "" {
 		return "", errors.New("want an https:// (or http://) URL with a host")
 	}
 	if u.User != nil {
