@@ -6,7 +6,10 @@
 # JSON (internal/loadtest/cmd/jsonfloor) — with the same connections and
 # duration, and a second floor: the least a correct acceptance must do
 # (jsonfloor --fhir-check --durable: fhir.Check and a durable SQLite insert,
-# no authentication, limits or metrics). Prints all three and the ratios.
+# no authentication, limits or metrics), and a third: the JSON check and
+# the durable insert without the FHIR check (jsonfloor --durable): what
+# storing every request before its 202 costs alone. Prints each and the
+# ratios.
 # Needs wrk (apt-get install wrk).
 # ROUNDS (default 3) rounds run one after the other; the median ratios are
 # printed last, since this machine's rates swing from run to run.
@@ -61,7 +64,7 @@ run() {
 rounds="${ROUNDS:-3}"
 : >"$work/ratios"
 for round in $(seq "$rounds"); do
-  rm -rf "$work/data" "$work/cfloor"
+  rm -rf "$work/data" "$work/cfloor" "$work/dfloor"
   "$work/acds" serve --addr 127.0.0.1:0 --data-dir "$work/data" --rate-limit 0 --max-queue 0 --workers 1 >"$work/serve.out" 2>"$work/serve.err" & acds_pid=$!
   wait_line "$work/serve.out" 'serving on http://'
   acds_url="$(sed -n 's/.*serving on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/serve.out")"
@@ -78,14 +81,22 @@ for round in $(seq "$rounds"); do
   cfloor_url="$(sed -n 's/.*listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/cfloor.out")"
   read -r c_rps c_p50 c_p99 c_bad c_cpu < <(run "$cfloor_url/v1/process" "$cfloor_pid")
   kill "$cfloor_pid"; wait "$cfloor_pid" 2>/dev/null || true
+  # The durable floor: the JSON check and the same durable insert, no
+  # FHIR check: what storing before the 202 costs on its own.
+  "$work/jsonfloor" --durable "$work/dfloor" >"$work/dfloor.out" 2>&1 & dfloor_pid=$!
+  wait_line "$work/dfloor.out" 'listening on'
+  dfloor_url="$(sed -n 's/.*listening on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/dfloor.out")"
+  read -r d_rps d_p50 d_p99 d_bad d_cpu < <(run "$dfloor_url/v1/process" "$dfloor_pid")
+  kill "$dfloor_pid"; wait "$dfloor_pid" 2>/dev/null || true
   echo "round $round"
   echo "  floor (JSON check only):                 $f_rps req/s, p50 ${f_p50} ms, p99 ${f_p99} ms, non-2xx $f_bad, server CPU ${f_cpu} µs/req"
   echo "  acds serve (durable):                    $a_rps req/s, p50 ${a_p50} ms, p99 ${a_p99} ms, non-2xx $a_bad, server CPU ${a_cpu} µs/req"
   echo "  check floor (fhir.Check + SQLite insert): $c_rps req/s, p50 ${c_p50} ms, p99 ${c_p99} ms, non-2xx $c_bad, server CPU ${c_cpu} µs/req"
-  awk -v a="$a_rps" -v f="$f_rps" -v c="$c_rps" -v ap="$a_p99" -v fp="$f_p99" 'BEGIN {
-    printf "  ratio %.3f (goal >= 0.5), p99 ratio %.2f (goal <= 2); acds / check floor %.3f; check floor / JSON floor %.3f\n", a/f, ap/fp, a/c, c/f
-    printf "%.3f %.2f %.3f %.3f\n", a/f, ap/fp, a/c, c/f >> "'"$work/ratios"'" }'
+  echo "  durable floor (JSON check + SQLite insert): $d_rps req/s, p50 ${d_p50} ms, p99 ${d_p99} ms, non-2xx $d_bad, server CPU ${d_cpu} µs/req"
+  awk -v a="$a_rps" -v f="$f_rps" -v c="$c_rps" -v d="$d_rps" -v ap="$a_p99" -v fp="$f_p99" 'BEGIN {
+    printf "  ratio %.3f (goal >= 0.5), p99 ratio %.2f (goal <= 2); acds / check floor %.3f; check floor / JSON floor %.3f; durable floor / JSON floor %.3f\n", a/f, ap/fp, a/c, c/f, d/f
+    printf "%.3f %.2f %.3f %.3f %.3f\n", a/f, ap/fp, a/c, c/f, d/f >> "'"$work/ratios"'" }'
 done
 # med COLUMN: the median of a column of the rounds' figures.
 med() { cut -d' ' -f"$1" "$work/ratios" | sort -n | awk '{ v[NR]=$1 } END { print v[int((NR+1)/2)] }'; }
-echo "median of $rounds rounds: ratio $(med 1) (goal >= 0.5), p99 ratio $(med 2) (goal <= 2), acds / check floor $(med 3), check floor / JSON floor $(med 4)"
+echo "median of $rounds rounds: ratio $(med 1) (goal >= 0.5), p99 ratio $(med 2) (goal <= 2), acds / check floor $(med 3), check floor / JSON floor $(med 4), durable floor / JSON floor $(med 5)"
