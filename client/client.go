@@ -191,7 +191,9 @@ func (c *Client) Request(ctx context.Context, id string) (*acds.Request, error) 
 
 // Requests returns a page of the caller's requests, newest first
 // (GET /v1/requests). cursor "" starts at the newest; limit 0 uses the
-// server's default.
+// server's default. A page may hold fewer than limit requests even when
+// more follow (a page of large records ends once it holds the server's
+// page bound of them): page on while NextCursor is not empty.
 func (c *Client) Requests(ctx context.Context, cursor string, limit int) (*acds.RequestList, error) {
 	q := url.Values{}
 	if cursor != "" {

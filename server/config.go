@@ -16,6 +16,7 @@ const (
 	DefaultTokenLifetime  = 24 * time.Hour
 	DefaultMaxProcessBody = 32 << 20 // 32 MiB, POST /v1/process and POST /v1/verify (which carries the output)
 	DefaultMaxBody        = 64 << 10 // 64 KiB, every other body
+	DefaultMaxListBytes   = 32 << 20 // 32 MiB of records on a page of GET /v1/requests
 	DefaultRateLimit      = 20       // requests per second per token
 	DefaultAuthRateLimit  = 2        // requests per second per address on /v1/auth/* and /v1/verify
 	DefaultLease          = 30 * time.Second
@@ -68,6 +69,12 @@ type Config struct {
 	MaxProcessBody int64
 	// MaxBody limits every other body in bytes. Zero means 64 KiB.
 	MaxBody int64
+	// MaxListBytes bounds the records a page of GET /v1/requests holds
+	// in memory: the page ends after the request whose input, result and
+	// error bring it to MaxListBytes (store.Page.MaxBytes), even short of
+	// the limit the caller asked for, and its nextCursor goes on from
+	// there. A page always holds one request. Zero means 32 MiB.
+	MaxListBytes int
 	// MaxBodies is how many request bodies may be read or held in memory
 	// at once, across all endpoints; a request with a body past it answers
 	// 503 unavailable with Retry-After before its body is read. Bodies are
@@ -177,6 +184,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if d.MaxBody <= 0 {
 		d.MaxBody = DefaultMaxBody
+	}
+	if d.MaxListBytes <= 0 {
+		d.MaxListBytes = DefaultMaxListBytes
 	}
 	if d.StoreTimeout <= 0 {
 		d.StoreTimeout = DefaultStoreTimeout

@@ -584,7 +584,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, fieldProblem("cursor", "not a cursor from a previous page"))
 		return
 	}
-	items, next, err := s.cfg.Store.ListRequests(r.Context(), ownerFrom(r), store.Page{Cursor: cursor, Limit: limit})
+	items, next, err := s.cfg.Store.ListRequests(r.Context(), ownerFrom(r), store.Page{Cursor: cursor, Limit: limit, MaxBytes: s.cfg.MaxListBytes})
 	if errors.Is(err, store.ErrInvalid) {
 		writeProblem(w, fieldProblem("cursor", "not a cursor from a previous page"))
 		return

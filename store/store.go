@@ -137,6 +137,12 @@ type Page struct {
 	Cursor string
 	// Limit is the page size; backends clamp it to 1..100.
 	Limit int
+	// MaxBytes bounds the memory a page holds: the page ends after the
+	// request whose input, sealed data, result and error bring the page's
+	// total to MaxBytes or past it, even when fewer than Limit requests
+	// are on it (its cursor then continues after that request). A page
+	// always holds at least one request. Zero or less means no bound.
+	MaxBytes int
 }
 
 // ClaimOptions tells Claim who claims and under which rules.

@@ -350,12 +350,12 @@ func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page
 	if err := store.CheckName("owner", owner); err != nil {
 		return nil, "", err
 	}
-	limit := store.ClampLimit(pg.Limit)
+	g := store.NewPager(pg)
 	var rows pgx.Rows
 	var err error
 	if pg.Cursor == "" {
 		rows, err = p.pool.Query(ctx, "SELECT "+pgRequestCols+
-			" FROM requests WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2", owner, limit+1)
+			" FROM requests WHERE owner = $1 ORDER BY created_at DESC, id DESC LIMIT $2", owner, g.Query())
 	} else {
 		curAt, curID, cerr := store.DecodeCursor(pg.Cursor)
 		if cerr != nil {
@@ -363,16 +363,24 @@ func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page
 		}
 		rows, err = p.pool.Query(ctx, "SELECT "+pgRequestCols+
 			` FROM requests WHERE owner = $1 AND (created_at, id) < ($2, $3)
-			ORDER BY created_at DESC, id DESC LIMIT $4`, owner, curAt, curID, limit+1)
+			ORDER BY created_at DESC, id DESC LIMIT $4`, owner, curAt, curID, g.Query())
 	}
 	if err != nil {
 		return nil, "", p.err("list requests", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Request, error) { return scanPgRequest(row) })
-	if err != nil {
+	defer rows.Close()
+	for rows.Next() && g.Room() {
+		r, err := scanPgRequest(rows)
+		if err != nil {
+			return nil, "", p.err("list requests", err)
+		}
+		g.Add(r)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, "", p.err("list requests", err)
 	}
-	return pageOf(out, limit)
+	items, next := g.Page()
+	return items, next, nil
 }
 
 // DeleteRequest implements [Store].

@@ -878,12 +878,12 @@ func (s *SQLite) ListRequests(ctx context.Context, owner string, p store.Page) (
 	if err := store.CheckName("owner", owner); err != nil {
 		return nil, "", err
 	}
-	limit := store.ClampLimit(p.Limit)
+	g := store.NewPager(p)
 	var rows *sql.Rows
 	var err error
 	if p.Cursor == "" {
 		rows, err = s.rdb.QueryContext(ctx, "SELECT "+sqliteRequestCols+
-			" FROM requests WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?", owner, limit+1)
+			" FROM requests WHERE owner = ? ORDER BY created_at DESC, id DESC LIMIT ?", owner, g.Query())
 	} else {
 		curAt, curID, cerr := store.DecodeCursor(p.Cursor)
 		if cerr != nil {
@@ -891,14 +891,13 @@ func (s *SQLite) ListRequests(ctx context.Context, owner string, p store.Page) (
 		}
 		rows, err = s.rdb.QueryContext(ctx, "SELECT "+sqliteRequestCols+
 			` FROM requests WHERE owner = ? AND (created_at < ? OR (created_at = ? AND id < ?))
-			ORDER BY created_at DESC, id DESC LIMIT ?`, owner, curAt.UnixMicro(), curAt.UnixMicro(), curID, limit+1)
+			ORDER BY created_at DESC, id DESC LIMIT ?`, owner, curAt.UnixMicro(), curAt.UnixMicro(), curID, g.Query())
 	}
 	if err != nil {
 		return nil, "", s.readErr("list requests", err)
 	}
 	defer rows.Close()
-	var out []store.Request
-	for rows.Next() {
+	for rows.Next() && g.Room() {
 		sr, err := scanSQLiteRequest(rows)
 		if err != nil {
 			return nil, "", s.readErr("list requests", err)
@@ -907,22 +906,13 @@ func (s *SQLite) ListRequests(ctx context.Context, owner string, p store.Page) (
 		if err != nil {
 			return nil, "", err
 		}
-		out = append(out, r)
+		g.Add(r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", s.readErr("list requests", err)
 	}
-	return pageOf(out, limit)
-}
-
-// pageOf trims the limit+1 rows of a page query and makes the next cursor.
-func pageOf(rows []store.Request, limit int) ([]store.Request, string, error) {
-	if len(rows) <= limit {
-		return rows, "", nil
-	}
-	rows = rows[:limit]
-	last := rows[limit-1]
-	return rows, store.EncodeCursor(last.CreatedAt, last.ID), nil
+	items, next := g.Page()
+	return items, next, nil
 }
 
 // DeleteRequest implements [Store].

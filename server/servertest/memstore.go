@@ -285,7 +285,7 @@ func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page)
 	if err := store.CheckName("owner", owner); err != nil {
 		return nil, "", err
 	}
-	limit := store.ClampLimit(p.Limit)
+	g := store.NewPager(p)
 	var after *store.Request
 	if p.Cursor != "" {
 		createdAt, id, err := store.DecodeCursor(p.Cursor)
@@ -310,16 +310,14 @@ func (m *MemStore) ListRequests(ctx context.Context, owner string, p store.Page)
 		}
 		return 1
 	})
-	next := ""
-	if len(all) > limit {
-		all = all[:limit]
-		next = store.EncodeCursor(all[limit-1].CreatedAt, all[limit-1].ID)
+	for _, r := range all {
+		if !g.Room() {
+			break
+		}
+		g.Add(clone(r))
 	}
-	out := make([]store.Request, len(all))
-	for i, r := range all {
-		out[i] = clone(r)
-	}
-	return out, next, nil
+	items, next := g.Page()
+	return items, next, nil
 }
 
 // DeleteRequest implements store.Store.

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"OwnerIsolation", testOwnerIsolation},
 		{"ListPagination", testListPagination},
 		{"ListLimitClamp", testListLimitClamp},
+		{"ListMaxBytes", testListMaxBytes},
 		{"ListBadCursor", testListBadCursor},
 		{"Delete", testDelete},
 		{"ClaimComplete", testClaimComplete},
@@ -603,6 +604,69 @@ func testListPagination(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Len(t, items, 1)
 	require.Empty(t, next)
+}
+
+// testListMaxBytes checks that a page ends once its inputs and results
+// reach Page.MaxBytes, always holds one request, and that the cursors it
+// then gives still list every request once, in order.
+func testListMaxBytes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const size = 10 << 10
+	var ids []string // newest first
+	for i := range 7 {
+		r := NewRequest("anon-a", T0.Add(time.Duration(6-i)*time.Second))
+		r.Input = Bundle(size)
+		require.NoError(t, s.CreateRequest(ctx, r))
+		ids = append(ids, r.ID)
+	}
+	// A completed request counts its result too.
+	c, err := s.Claim(ctx, claimOpts("w1", T0.Add(time.Hour)))
+	require.NoError(t, err)
+	require.Equal(t, ids[6], c.ID, "the oldest is claimed first")
+	require.NoError(t, s.Complete(ctx, c.ID, "w1", Bundle(size), T0.Add(time.Hour)))
+
+	list := func(max int) [][]string {
+		var pages [][]string
+		cur := ""
+		for range 10 {
+			items, next, err := s.ListRequests(ctx, "anon-a", store.Page{Cursor: cur, Limit: 100, MaxBytes: max})
+			require.NoError(t, err)
+			require.NotEmpty(t, items)
+			var page []string
+			for _, it := range items {
+				page = append(page, it.ID)
+			}
+			pages = append(pages, page)
+			if next == "" {
+				return pages
+			}
+			cur = next
+		}
+		t.Fatal("pagination does not end")
+		return nil
+	}
+	flat := func(pages [][]string) []string {
+		var all []string
+		for _, p := range pages {
+			all = append(all, p...)
+		}
+		return all
+	}
+	// Three inputs reach 3×size: pages of 3, 3, and the last request,
+	// whose input and result are 2×size.
+	pages := list(3*size - 1)
+	require.Equal(t, ids, flat(pages))
+	require.Equal(t, []int{3, 3, 1}, []int{len(pages[0]), len(pages[1]), len(pages[2])}, "page sizes")
+	// A bound below one request still gives one request per page.
+	pages = list(1)
+	require.Equal(t, ids, flat(pages))
+	require.Len(t, pages, 7)
+	// No bound, or a bound above everything: one page.
+	for _, max := range []int{0, -1, 100 * size} {
+		pages = list(max)
+		require.Len(t, pages, 1, "MaxBytes %d", max)
+		require.Equal(t, ids, pages[0])
+	}
 }
 
 func testListLimitClamp(t *testing.T, s store.Store) {
