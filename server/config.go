@@ -18,14 +18,17 @@ const (
 	DefaultMaxBody        = 64 << 10 // 64 KiB, every other body
 	DefaultMaxListBytes   = 32 << 20 // 32 MiB of records on a page of GET /v1/requests
 	DefaultRateLimit      = 20       // requests per second per token
-	DefaultAuthRateLimit  = 2        // requests per second per address on /v1/auth/* and /v1/verify
-	DefaultLease          = 30 * time.Second
-	DefaultPollInterval   = time.Second
-	DefaultMaxAttempts    = 3
-	DefaultProcessTimeout = 5 * time.Minute
-	DefaultCredentialTTL  = 15 * time.Minute
-	DefaultRetention      = 30 * 24 * time.Hour
-	DefaultStoreTimeout   = 5 * time.Second
+	DefaultAuthRateLimit  = 2        // requests per second per address on /v1/auth/*
+	// DefaultVerifyRateLimit is the requests per second per address on
+	// POST /v1/verify and the report page's upload (burst: five times it).
+	DefaultVerifyRateLimit = 10
+	DefaultLease           = 30 * time.Second
+	DefaultPollInterval    = time.Second
+	DefaultMaxAttempts     = 3
+	DefaultProcessTimeout  = 5 * time.Minute
+	DefaultCredentialTTL   = 15 * time.Minute
+	DefaultRetention       = 30 * 24 * time.Hour
+	DefaultStoreTimeout    = 5 * time.Second
 
 	DefaultFailedTokenLimit = 1    // unknown or expired tokens per second per address, after a burst of 20
 	DefaultMaxQueue         = 5000 // requests still processing
@@ -94,10 +97,16 @@ type Config struct {
 	// that, at least 1). Zero means DefaultRateLimit; negative turns it off.
 	RateLimit float64
 	// AuthRateLimit is the per-client-address limit in requests per second
-	// on /v1/auth/* and /v1/verify (burst: ten times that). The address is
-	// the connection's remote IP. Zero means DefaultAuthRateLimit; negative
+	// on /v1/auth/* (burst: ten times that). The address is the
+	// connection's remote IP. Zero means DefaultAuthRateLimit; negative
 	// turns it off.
 	AuthRateLimit float64
+	// VerifyRateLimit is the per-client-address limit in requests per
+	// second on POST /v1/verify and POST /verify (burst: five times that),
+	// a bucket of its own: a CI job that verifies many bundles does not
+	// use up its address's allowance of new sessions. Zero means
+	// DefaultVerifyRateLimit; negative turns it off.
+	VerifyRateLimit float64
 
 	// FailedTokenLimit is how many unknown or expired bearer tokens one
 	// client address may present per second, after a burst of
@@ -205,6 +214,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if d.AuthRateLimit == 0 {
 		d.AuthRateLimit = DefaultAuthRateLimit
+	}
+	if d.VerifyRateLimit == 0 {
+		d.VerifyRateLimit = DefaultVerifyRateLimit
 	}
 	if d.FailedTokenLimit == 0 {
 		d.FailedTokenLimit = DefaultFailedTokenLimit

@@ -182,6 +182,31 @@ func TestEveryProblemCode(t *testing.T) {
 			t.Fatal("429 without Retry-After")
 		}
 	})
+	// Verification has a bucket of its own per address: using it up
+	// leaves the address's sessions alone, and the other way round.
+	t.Run("verify-rate-limited", func(t *testing.T) {
+		rl := newHarness(t, func(c *server.Config) { c.AuthRateLimit = 0.5; c.VerifyRateLimit = 1 })
+		verify := func() (*http.Response, []byte) {
+			return rl.do("POST", "/v1/verify", "", acds.VerifyRequest{AttestationBundle: "AAAA"})
+		}
+		for i := range 5 { // the burst: five times the rate
+			if resp, b := verify(); resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("verify %d: %d %s", i, resp.StatusCode, b)
+			}
+		}
+		resp, b := verify()
+		wantProblem(t, resp, b, acds.ProblemRateLimited)
+		if resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+		if resp, b := rl.do("POST", "/v1/auth/anon", "", nil); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("anon after verification used its bucket: %d %s", resp.StatusCode, b)
+		}
+		for range 10 {
+			resp, b = rl.do("POST", "/v1/auth/anon", "", nil)
+		}
+		wantProblem(t, resp, b, acds.ProblemRateLimited)
+	})
 }
 
 // countingReader is an endless body that counts what the server read.

@@ -26,16 +26,17 @@ type Server struct {
 	started  time.Time
 	instance string // random id of this Server, prefix of its worker ids
 
-	st          *deadlineStore // cfg.Store, under the store deadline
-	sessions    *sessionCache
-	argon       chan struct{} // semaphore of concurrent Argon2id computations
-	bodies      chan struct{} // semaphore of request bodies read or held (Config.MaxBodies)
-	tokenLimits *limiterSet
-	addrLimits  *limiterSet
-	failLimits  *limiterSet // unknown or expired bearer tokens, per address
-	queue       queueGauge
-	handler     http.Handler
-	metrics     *metrics
+	st           *deadlineStore // cfg.Store, under the store deadline
+	sessions     *sessionCache
+	argon        chan struct{} // semaphore of concurrent Argon2id computations
+	bodies       chan struct{} // semaphore of request bodies read or held (Config.MaxBodies)
+	tokenLimits  *limiterSet
+	addrLimits   *limiterSet // /v1/auth/*
+	verifyLimits *limiterSet // POST /v1/verify, POST /verify
+	failLimits   *limiterSet // unknown or expired bearer tokens, per address
+	queue        queueGauge
+	handler      http.Handler
+	metrics      *metrics
 
 	wake      chan struct{} // accepted work: wake an idle worker
 	waiters   *waiters      // long-polling GETs and the requests local workers run
@@ -76,6 +77,7 @@ func New(cfg Config) (*Server, error) {
 	tokenBurst := int(2 * c.RateLimit)
 	s.tokenLimits = newLimiterSet(c.RateLimit, tokenBurst)
 	s.addrLimits = newLimiterSet(c.AuthRateLimit, int(10*c.AuthRateLimit))
+	s.verifyLimits = newLimiterSet(c.VerifyRateLimit, int(5*c.VerifyRateLimit))
 	if s.metrics, err = newMetrics(s, c.Metrics); err != nil {
 		return nil, fmt.Errorf("server: metrics: %w", err)
 	}
@@ -127,8 +129,8 @@ func (s *Server) routes() http.Handler {
 	add := func(pattern string, methods map[string]http.HandlerFunc) {
 		mux.Handle(pattern, s.methodSwitch(methods))
 	}
-	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleAnon))})
-	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleRecover))})
+	add("/v1/auth/anon", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.addrLimits, s.bodyGate(s.handleAnon))})
+	add("/v1/auth/recover", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.addrLimits, s.bodyGate(s.handleRecover))})
 	add("/v1/auth/revoke", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleRevoke))})
 	add("/v1/fetch-and-attest", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleFetchAndAttest))})
 	add("/v1/process", map[string]http.HandlerFunc{http.MethodPost: s.authed(s.bodyGate(s.handleProcess))})
@@ -138,11 +140,11 @@ func (s *Server) routes() http.Handler {
 		http.MethodDelete: s.authed(s.handleDelete),
 	})
 	add("/v1/requests/{id}/events", map[string]http.HandlerFunc{http.MethodGet: s.authed(s.handleEvents)}) // events.go
-	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.bodyGate(s.handleVerify))})
+	add("/v1/verify", map[string]http.HandlerFunc{http.MethodPost: s.addrLimited(s.verifyLimits, s.bodyGate(s.handleVerify))})
 	add("/v1/health", map[string]http.HandlerFunc{http.MethodGet: s.handleHealth})
 	add("/v1/openapi.json", map[string]http.HandlerFunc{http.MethodGet: s.handleOpenAPI})
 	add("/v1/attestation", map[string]http.HandlerFunc{http.MethodGet: s.handleAttestation})
-	add("/verify", map[string]http.HandlerFunc{http.MethodGet: s.handleReportPage, http.MethodPost: s.addrLimited(s.handleReportUpload)}) // report.go
+	add("/verify", map[string]http.HandlerFunc{http.MethodGet: s.handleReportPage, http.MethodPost: s.addrLimited(s.verifyLimits, s.handleReportUpload)}) // report.go
 	if !s.cfg.NoMetricsEndpoint {
 		add("/metrics", map[string]http.HandlerFunc{http.MethodGet: s.metrics.handler().ServeHTTP})
 	}
@@ -288,11 +290,11 @@ func tokenHashFrom(r *http.Request) []byte {
 	return h
 }
 
-// addrLimited applies the per-address limit of the unauthenticated
-// endpoints that cost CPU (Argon2id, verification).
-func (s *Server) addrLimited(h http.HandlerFunc) http.HandlerFunc {
+// addrLimited applies a per-address limit (set) to an unauthenticated
+// endpoint that costs CPU (Argon2id, verification).
+func (s *Server) addrLimited(set *limiterSet, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait := s.addrLimits.allow(clientAddr(r), s.cfg.Now()); !ok {
+		if ok, wait := set.allow(clientAddr(r), s.cfg.Now()); !ok {
 			p := acds.NewProblem(acds.ProblemRateLimited, "too many requests from this address")
 			p.RetryAfter = wait
 			writeProblem(w, p)
@@ -374,5 +376,6 @@ func (s *Server) sweep() {
 	}
 	s.tokenLimits.sweep(now, 10*time.Minute)
 	s.addrLimits.sweep(now, 10*time.Minute)
+	s.verifyLimits.sweep(now, 10*time.Minute)
 	s.failLimits.sweep(now, 10*time.Minute)
 }

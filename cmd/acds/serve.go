@@ -38,6 +38,7 @@ type serveFlags struct {
 	registrations       string
 	workers             int
 	rateLimit           float64
+	verifyRateLimit     float64
 	retention           time.Duration
 	maxQueue            int
 	tls                 bool
@@ -64,6 +65,7 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.IntVar(&f.maxQueue, "max-queue", server.DefaultMaxQueue, "requests still processing (all replicas) beyond which POSTs answer 503 with Retry-After; 0 turns the bound off")
 	fs.DurationVar(&f.retention, "retention", server.DefaultRetention, "how long an ended request keeps its input, output and proofs before they are erased (the record says when); 0 keeps everything")
 	fs.Float64Var(&f.rateLimit, "rate-limit", server.DefaultRateLimit, "requests per second per token; 0 turns the limit off (load tests)")
+	fs.Float64Var(&f.verifyRateLimit, "verify-rate-limit", server.DefaultVerifyRateLimit, "POST /v1/verify requests per second per client address (burst: five times it); 0 turns the limit off")
 	fs.BoolVar(&f.tls, "tls", false, "serve HTTPS with the enclave's attested TLS key")
 	fs.StringVar(&f.tlsCACert, "tls-ca-cert", "", "with --tls: PEM file of an operator CA certificate (then its chain) that issues the attested certificate instead of self-signing it")
 	fs.StringVar(&f.tlsCAKey, "tls-ca-key", "", "with --tls: PEM file of the operator CA's private key (not group/world-readable; needs --tls-ca-cert)")
@@ -112,6 +114,9 @@ client authentication. The file is checked at start; keys are never logged.`,
 	}
 	if f.rateLimit < 0 {
 		return nil, fmt.Errorf("--rate-limit must not be negative")
+	}
+	if f.verifyRateLimit < 0 {
+		return nil, fmt.Errorf("--verify-rate-limit must not be negative (0 turns the limit off)")
 	}
 	if f.maxQueue < 0 {
 		return nil, fmt.Errorf("--max-queue must not be negative (0 turns the bound off)")
@@ -355,13 +360,21 @@ func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error)
 		TLS:                 f.tls,
 		EnclaveKind:         f.enclave,
 		TPMDevice:           f.tpmDevice,
-		Server:              server.Config{Workers: f.workers, RateLimit: f.rateLimit, Retention: retentionConfig(f.retention), MaxQueue: maxQueueConfig(f.maxQueue)},
+		Server:              server.Config{Workers: f.workers, Retention: retentionConfig(f.retention), MaxQueue: maxQueueConfig(f.maxQueue)},
 	}
-	if f.rateLimit == 0 {
-		o.Server.RateLimit = -1 // --rate-limit 0 turns the limit off
-	}
+	o.Server.RateLimit = offWhenZero(f.rateLimit) // 0 turns the limit off
+	o.Server.VerifyRateLimit = offWhenZero(f.verifyRateLimit)
 	issuer, err := f.files().Load(&o, time.Now())
 	return o, issuer, err
+}
+
+// offWhenZero maps a rate flag onto a server.Config rate, where zero
+// means the default and a negative value turns the limit off.
+func offWhenZero(perSecond float64) float64 {
+	if perSecond == 0 {
+		return -1
+	}
+	return perSecond
 }
 
 // retentionConfig maps --retention onto server.Config.Retention, where

@@ -281,6 +281,24 @@ func TestServeMaxQueueFlag(t *testing.T) {
 	}
 }
 
+// TestServeVerifyRateLimitFlag maps --verify-rate-limit onto the server:
+// a rate as given, 0 turning the limit off; a negative rate is a usage
+// error.
+func TestServeVerifyRateLimitFlag(t *testing.T) {
+	for arg, want := range map[string]float64{"10": 10, "0.5": 0.5, "0": -1} {
+		f, err := parseServeFlags(env{args: []string{"--verify-rate-limit", arg}, stdout: io.Discard, stderr: io.Discard})
+		if err != nil {
+			t.Fatalf("--verify-rate-limit %s: %v", arg, err)
+		}
+		if got := offWhenZero(f.verifyRateLimit); got != want {
+			t.Errorf("--verify-rate-limit %s: Config.VerifyRateLimit %v, want %v", arg, got, want)
+		}
+	}
+	if _, err := parseServeFlags(env{args: []string{"--verify-rate-limit", "-1"}, stdout: io.Discard, stderr: io.Discard}); err == nil {
+		t.Error("--verify-rate-limit -1 was accepted")
+	}
+}
+
 func TestServeRetentionFlag(t *testing.T) {
 	for arg, want := range map[string]time.Duration{"720h": 720 * time.Hour, "1h30m": 90 * time.Minute, "0": -1} {
 		f, err := parseServeFlags(env{args: []string{"--retention", arg}, stdout: io.Discard, stderr: io.Discard})
