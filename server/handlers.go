@@ -623,6 +623,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("request deleted", "request_id", id)
+	s.attempts.stop(id) // a local worker running it stops; another replica's sees its lease lost
 	w.WriteHeader(http.StatusNoContent)
 }
 

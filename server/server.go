@@ -38,9 +38,10 @@ type Server struct {
 	handler      http.Handler
 	metrics      *metrics
 
-	wake      chan struct{} // accepted work: wake an idle worker
-	waiters   *waiters      // long-polling GETs and the requests local workers run
-	streams   eventStreams  // open event streams (events.go)
+	wake      chan struct{}   // accepted work: wake an idle worker
+	waiters   *waiters        // long-polling GETs and the requests local workers run
+	attempts  runningAttempts // the attempts local workers run, stopped by DELETE
+	streams   eventStreams    // open event streams (events.go)
 	stopClaim context.CancelFunc
 	claimCtx  context.Context // done when workers must stop claiming
 	abortWork context.CancelFunc

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acds-project/acds"
@@ -82,6 +83,12 @@ func (s *Server) run(worker string, req *store.Request) {
 	defer s.waiters.stopped(req.ID)
 	ctx, cancel := context.WithTimeout(s.workCtx, s.cfg.ProcessTimeout)
 	defer cancel()
+	// A DELETE of the request stops the attempt (attempts.stop): what it
+	// would fetch or compute is no longer wanted.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	s.attempts.add(req.ID, stop)
+	defer s.attempts.remove(req.ID)
 
 	// Heartbeat until the attempt ends; losing the lease cancels the work.
 	hbDone := make(chan struct{})
@@ -116,6 +123,12 @@ func (s *Server) run(worker string, req *store.Request) {
 	<-hbStopped
 
 	switch {
+	case errors.Is(context.Cause(ctx), errDeleted):
+		log.Info("request deleted while processing; the attempt was stopped and nothing of it kept")
+		return
+	case leaseLost && s.deleted(req):
+		log.Info("request deleted while processing; the attempt's outcome was discarded")
+		return
 	case leaseLost:
 		log.Warn("lease lost; another worker owns the request now")
 		return
@@ -138,6 +151,9 @@ func (s *Server) run(worker string, req *store.Request) {
 		err = s.cfg.Store.Complete(endCtx, req.ID, worker, resultRecord(result), now)
 	}
 	switch {
+	case errors.Is(err, store.ErrLeaseLost) && s.deleted(req):
+		// Deleted (here or by another replica) while the attempt ran.
+		log.Info("request deleted while processing; the attempt's outcome was discarded")
 	case err != nil:
 		log.Error("ending the request failed; it will be re-claimed", "err", err)
 	case problem != nil:
@@ -379,4 +395,48 @@ func resultRecord(r *acds.Result) []byte {
 		b = append(append(b, `,"disclosureKey":`...), key...)
 	}
 	return append(b, '}')
+}
+
+// errDeleted is the cause that stops an attempt whose request was deleted.
+var errDeleted = errors.New("the request was deleted")
+
+// deleted reports whether req no longer exists: a lost lease then means
+// that its owner deleted it, not that another worker took it over.
+func (s *Server) deleted(req *store.Request) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
+	defer cancel()
+	_, err := s.cfg.Store.GetRequest(ctx, req.Owner, req.ID)
+	return isNotFound(err)
+}
+
+// runningAttempts are the attempts local workers run, by request id, so
+// that deleting a request stops its attempt.
+type runningAttempts struct {
+	mu sync.Mutex
+	m  map[string]context.CancelCauseFunc
+}
+
+func (a *runningAttempts) add(id string, stop context.CancelCauseFunc) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = make(map[string]context.CancelCauseFunc)
+	}
+	a.m[id] = stop
+}
+
+func (a *runningAttempts) remove(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.m, id)
+}
+
+// stop stops the local attempt of request id, if there is one.
+func (a *runningAttempts) stop(id string) {
+	a.mu.Lock()
+	stop := a.m[id]
+	a.mu.Unlock()
+	if stop != nil {
+		stop(errDeleted)
+	}
 }
