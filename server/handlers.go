@@ -663,7 +663,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.cfg.Verifier.Verify(r.Context(), bundle, output)
 	if errors.Is(err, ErrMalformedBundle) {
-		writeProblem(w, fieldProblem("attestationBundle", "not an attestation bundle: "+err.Error()))
+		writeProblem(w, fieldProblem("attestationBundle", notABundle(err)))
 		return
 	}
 	if err != nil {
@@ -724,3 +724,21 @@ func sha256Digest(b []byte) string {
 }
 
 func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// notABundle is the message for bytes that are not an attestation bundle:
+// the decoder's reason, once, without the prefixes each layer that wraps
+// it adds ("malformed attestation bundle: not an attestation bundle:
+// bundle: attestation: malformed input: cbor: …" says "not an attestation
+// bundle: cbor: …").
+func notABundle(err error) string {
+	reason := err.Error()
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, p := range []string{ErrMalformedBundle.Error() + ": ", "not an attestation bundle: ", "bundle: ", attestation.ErrMalformed.Error() + ": "} {
+			if r, ok := strings.CutPrefix(reason, p); ok {
+				reason, trimmed = r, true
+			}
+		}
+	}
+	return "not an attestation bundle: " + reason
+}

@@ -265,7 +265,7 @@ func (s *Server) handleReportUpload(w http.ResponseWriter, r *http.Request) {
 		return v.Verify(bundle)
 	})
 	if err != nil {
-		in.Error = "attestationBundle: not an attestation bundle: " + err.Error()
+		in.Error = "attestationBundle: " + notABundle(err)
 		writePage(w, http.StatusBadRequest, in)
 		return
 	}
