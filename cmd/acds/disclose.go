@@ -36,21 +36,21 @@ func (l *refList) Set(s string) error {
 // runDisclose writes a disclosure of chosen entries of an attested output
 // (DESIGN §8, §9).
 //
-//	acds disclose (--record FILE | --bundle FILE --output FILE --key-file FILE) (--select Type/id… | --where FHIRPATH) [--out FILE]
+//	acds disclose (--record FILE | --bundle FILE --output FILE [--key-file FILE]) (--select Type/id… | --where FHIRPATH) [--out FILE]
 func runDisclose(ctx context.Context, e env) int {
 	flags := flag.NewFlagSet("acds disclose", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	record := flags.String("record", "", "a request record (GET /v1/requests/{id}) or its result, holding output, attestationBundle and disclosureKey; default none: use --bundle, --output and --key-file")
 	bundleFile := flags.String("bundle", "", "the attestation bundle (base64 or raw CBOR); default none")
-	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; default none")
-	keyFile := flags.String("key-file", "", "file holding the result's disclosureKey (base64); default none")
+	outputFile := flags.String("output", "", "the output the bundle attests, as saved or pretty-printed; without --key-file, the request record or result that holds it and its disclosureKey; default none")
+	keyFile := flags.String("key-file", "", "file holding the result's disclosureKey (base64); default none: taken from --output")
 	where := flags.String("where", "", "also disclose every entry whose resource makes this FHIRPath `expression` true; default none")
 	out := flags.String("out", "-", "where to write the disclosure")
 	var selects refList
 	flags.Var(&selects, "select", "disclose the entry whose resource is `Type/id` (repeatable)")
 	setUsage(flags, help{usage: []string{
 		"acds disclose --record FILE (--select Type/id… | --where FHIRPATH) [--out FILE]",
-		"acds disclose --bundle FILE --output FILE --key-file FILE (--select Type/id… | --where FHIRPATH) [--out FILE]"},
+		"acds disclose --bundle FILE --output FILE [--key-file FILE] (--select Type/id… | --where FHIRPATH) [--out FILE]"},
 		about: `
 Writes a disclosure of chosen entries of an attested fhir_r4,
 fhir_r4_deidentified or fhir_r4_ips output: those entries, their salts and inclusion proofs,
@@ -77,8 +77,6 @@ stays with you: anyone holding it and the output can disclose any entry.`,
 		why = "--output and --key-file need --bundle"
 	case separate && *outputFile == "":
 		why = "--bundle and --key-file need --output"
-	case separate && *keyFile == "":
-		why = "--bundle and --output need --key-file (the disclosure key of the request's result)"
 	case len(selects) == 0 && *where == "":
 		why = "nothing to disclose: give --select REF or --where EXPRESSION"
 	}
@@ -101,19 +99,30 @@ stays with you: anyone holding it and the output can disclose any entry.`,
 		if bundle, err = readBundle(*bundleFile, e.stdin); err != nil {
 			return fail(2, "--bundle: %v", err)
 		}
-		raw, err := os.ReadFile(*outputFile)
-		if err != nil {
-			return fail(2, "--output: %v", err)
-		}
-		if output, err = acds.OutputBytes(raw); err != nil {
-			return fail(2, "--output: %v", err)
-		}
-		k, err := os.ReadFile(*keyFile)
-		if err != nil {
-			return fail(2, "--key-file: %v", err)
-		}
-		if key, err = base64.StdEncoding.DecodeString(strings.TrimSpace(string(k))); err != nil {
-			return fail(2, "--key-file: not base64")
+		if *keyFile == "" {
+			// DESIGN §8's form, --bundle and --output alone: the key
+			// that salts the entries is in the request's result, so
+			// --output must be the record (or the result) that holds it.
+			_, o, k, err := readRecord(*outputFile)
+			if err != nil {
+				return fail(2, "--output: %v; without --key-file, --output must be the request record (GET /v1/requests/{id}) or its result, which holds the disclosureKey, or give --key-file", err)
+			}
+			output, key = o, k
+		} else {
+			raw, err := os.ReadFile(*outputFile)
+			if err != nil {
+				return fail(2, "--output: %v", err)
+			}
+			if output, err = acds.OutputBytes(raw); err != nil {
+				return fail(2, "--output: %v", err)
+			}
+			k, err := os.ReadFile(*keyFile)
+			if err != nil {
+				return fail(2, "--key-file: %v", err)
+			}
+			if key, err = base64.StdEncoding.DecodeString(strings.TrimSpace(string(k))); err != nil {
+				return fail(2, "--key-file: not base64")
+			}
 		}
 	}
 	var x *fhirpath.Expression

@@ -162,10 +162,59 @@ func TestDiscloseRefuses(t *testing.T) {
 		{[]string{"--bundle", bundleFile, "--output", outputFile, "--key-file", keyFile}, 2, "usage"},
 		{[]string{"--bundle", bundleFile, "--select", "Patient/x"}, 2, "usage"},
 		{[]string{"--bundle", bundleFile, "--output", keyFile, "--key-file", keyFile, "--select", "Patient/x"}, 2, "--output"},
+		// DESIGN §8's form with a bare output: the key is not there.
+		{[]string{"--bundle", bundleFile, "--output", outputFile, "--select", "Patient/x"}, 2, "holds the disclosureKey, or give --key-file"},
 	} {
 		code, _, stderr := attRun(t, "", append([]string{"disclose"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.says) {
 			t.Errorf("disclose %v: exit %d, %q; want %d saying %q", c.args, code, stderr, c.code, c.says)
 		}
 	}
+}
+
+// TestDiscloseDesignForm: DESIGN §8's form, --bundle, --output and
+// --select alone, works when --output is the saved request record (GET
+// /v1/requests/{id}), which holds the output and its disclosureKey.
+func TestDiscloseDesignForm(t *testing.T) {
+	dir, bundleFile, outputFile, keyFile := discloseFixture(t)
+	output, _ := os.ReadFile(outputFile)
+	bundle, _ := os.ReadFile(bundleFile)
+	key, _ := os.ReadFile(keyFile)
+	rec, err := json.Marshal(acds.Request{RequestID: "req-disclose", Kind: acds.KindProcess, Status: acds.StatusCompleted,
+		Result: &acds.Result{OutputFormat: acds.OutputFHIRR4, Output: output, AttestationBundle: string(bundle), DisclosureKey: strings.TrimSpace(string(key))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recFile := filepath.Join(dir, "record.json")
+	if err := os.WriteFile(recFile, rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "d.json")
+	code, _, stderr := attRun(t, "", "disclose", "--bundle", bundleFile, "--output", recFile, "--select", "Patient/"+firstPatientID(t, output), "--out", out)
+	if code != 0 {
+		t.Fatalf("disclose: exit %d: %s", code, stderr)
+	}
+	if code, stdout, stderr := attRun(t, "", "verify", "--disclosure", out, "--allow-simulated"); code != 0 {
+		t.Fatalf("verify --disclosure: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// firstPatientID returns the id of the output's first Patient entry.
+func firstPatientID(t *testing.T, output []byte) string {
+	t.Helper()
+	var b struct {
+		Entry []struct {
+			Resource struct{ ResourceType, ID string } `json:"resource"`
+		} `json:"entry"`
+	}
+	if err := json.Unmarshal(output, &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range b.Entry {
+		if e.Resource.ResourceType == "Patient" {
+			return e.Resource.ID
+		}
+	}
+	t.Fatal("no Patient in the output")
+	return ""
 }
