@@ -1,0 +1,69 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/acds-project/acds"
+)
+
+// rawDo sends a request built by build (its URL is the harness server's
+// plus path) and returns the answer and its body.
+func rawDo(t *testing.T, h *harness, method, path string, body string, build func(*http.Request)) (*http.Response, []byte) {
+	t.Helper()
+	var rd *strings.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	var req *http.Request
+	var err error
+	if rd != nil {
+		req, err = http.NewRequest(method, h.ts.URL+path, rd)
+	} else {
+		req, err = http.NewRequest(method, h.ts.URL+path, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	build(req)
+	resp, err := h.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	if _, err := io.Copy(&sb, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	return resp, []byte(sb.String())
+}
+
+// TestTwoAuthorizationHeaders: a request with two Authorization fields is
+// refused whatever their order, never served under the first token.
+func TestTwoAuthorizationHeaders(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	for name, values := range map[string][]string{
+		"garbage first": {"Bearer garbage", "Bearer " + s.Token},
+		"valid first":   {"Bearer " + s.Token, "Bearer garbage"},
+		"same twice":    {"Bearer " + s.Token, "Bearer " + s.Token},
+	} {
+		resp, b := rawDo(t, h, "GET", "/v1/requests", "", func(r *http.Request) {
+			for _, v := range values {
+				r.Header.Add("Authorization", v)
+			}
+		})
+		p := wantProblem(t, resp, b, acds.ProblemUnauthorized)
+		if !strings.Contains(p.Detail, "more than one Authorization header") {
+			t.Errorf("%s: detail %q", name, p.Detail)
+		}
+		if strings.Contains(string(b), s.Token) {
+			t.Errorf("%s: the problem quotes the token", name)
+		}
+	}
+	if resp, b := h.do("GET", "/v1/requests", s.Token, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("one Authorization header: %d %s", resp.StatusCode, b)
+	}
+}
