@@ -67,3 +67,26 @@ func TestTwoAuthorizationHeaders(t *testing.T) {
 		t.Errorf("one Authorization header: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestListRefusesRepeatedParameters: GET /v1/requests refuses a repeated
+// limit or cursor, naming the field, as GET /v1/requests/{id} refuses a
+// repeated wait.
+func TestListRefusesRepeatedParameters(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	for query, field := range map[string]string{
+		"limit=1&limit=2":         "limit",
+		"limit=1&limit=1":         "limit",
+		"cursor=a&cursor=b":       "cursor",
+		"limit=5&cursor=&cursor=": "cursor",
+	} {
+		resp, b := h.do("GET", "/v1/requests?"+query, s.Token, nil)
+		p := wantProblem(t, resp, b, acds.ProblemInvalidRequest)
+		if len(p.Errors) != 1 || p.Errors[0].Field != field || !strings.Contains(p.Detail, "more than once") {
+			t.Errorf("%s: %s", query, b)
+		}
+	}
+	if resp, b := h.do("GET", "/v1/requests?limit=2", s.Token, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("one limit: %d %s", resp.StatusCode, b)
+	}
+}
