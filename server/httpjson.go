@@ -70,18 +70,23 @@ func fieldProblem(field, message string) *acds.Problem {
 }
 
 // checkJSONContentType answers 415 when the request declares a body type
-// other than JSON (application/json, or any application/*+json type). A
-// request without a Content-Type is read as JSON: SPEC §4.3 names no
-// Content-Type for POST /v1/process, so a client written from it may send
-// none.
+// other than JSON (application/json, or any application/*+json type such
+// as application/fhir+json, accepted on purpose) or a charset other than
+// utf-8: JSON text exchanged between systems is UTF-8 (RFC 8259 §8.1),
+// and the body is never transcoded. A request without a Content-Type is
+// read as JSON: SPEC §4.3 names no Content-Type for POST /v1/process, so
+// a client written from it may send none.
 func checkJSONContentType(r *http.Request) *acds.Problem {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" || ct == "application/json" { // the usual case, without parsing
 		return nil
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || !(mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json")
+		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json (or a +json type such as application/fhir+json)")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "the Content-Type charset must be utf-8 or absent: JSON text is UTF-8 (RFC 8259 §8.1)")
 	}
 	return nil
 }

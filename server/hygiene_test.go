@@ -90,3 +90,39 @@ func TestListRefusesRepeatedParameters(t *testing.T) {
 		t.Errorf("one limit: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestContentTypeCharset: a JSON body declared in a charset other than
+// UTF-8 is refused (415), while utf-8 in any case, no charset, and +json
+// types are accepted; the 415 names what is accepted.
+func TestContentTypeCharset(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	for _, ct := range []string{
+		"application/json; charset=iso-8859-1",
+		"application/json;charset=utf-16",
+		"application/fhir+json; charset=latin1",
+		`application/json; charset="us-ascii"`,
+	} {
+		resp, b := h.do("POST", "/v1/process", s.Token, processBody("fhir_r4"), "Content-Type", ct)
+		p := wantProblem(t, resp, b, acds.ProblemUnsupportedMediaType)
+		if !strings.Contains(p.Detail, "charset") || !strings.Contains(p.Detail, "UTF-8") {
+			t.Errorf("%s: detail %q", ct, p.Detail)
+		}
+	}
+	for _, ct := range []string{
+		"application/json",
+		"application/json; charset=utf-8",
+		"application/json; charset=UTF-8",
+		"application/fhir+json",
+		"application/fhir+json; charset=utf-8",
+	} {
+		if resp, b := h.do("POST", "/v1/process", s.Token, processBody("fhir_r4"), "Content-Type", ct); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("%s: %d %s", ct, resp.StatusCode, b)
+		}
+	}
+	resp, b := h.do("POST", "/v1/process", s.Token, processBody("fhir_r4"), "Content-Type", "text/plain")
+	p := wantProblem(t, resp, b, acds.ProblemUnsupportedMediaType)
+	if !strings.Contains(p.Detail, "+json") {
+		t.Errorf("text/plain: the detail does not say +json types are accepted: %q", p.Detail)
+	}
+}
