@@ -91,6 +91,45 @@ func checkJSONContentType(r *http.Request) *acds.Problem {
 	return nil
 }
 
+// checkContentEncoding answers 415 when a request that has a body
+// declares a Content-Encoding other than identity. The server does not
+// decompress request bodies: a gzip body would otherwise be read as raw
+// JSON and refused as malformed, which says nothing of the cause. It is
+// decided before any byte of the body is read. The coding is named in
+// the answer only when it is a short token.
+func checkContentEncoding(r *http.Request) *acds.Problem {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			c = strings.TrimSpace(c)
+			if c == "" || strings.EqualFold(c, "identity") {
+				continue
+			}
+			if !isShortToken(c) {
+				c = "other than identity"
+			}
+			return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Encoding "+c+" is not supported; send the body uncompressed")
+		}
+	}
+	return nil
+}
+
+// isShortToken reports whether s is at most 32 letters, digits, '-', '.'
+// or '_': a content coding name that is safe to repeat in an answer.
+func isShortToken(s string) bool {
+	if len(s) > 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // decodeBody strictly decodes the JSON body of r into dst: unknown fields,
 // wrong types and trailing data are invalid-request naming the field;
 // malformed JSON is invalid-json; more than limit bytes is payload-too-large,
@@ -140,9 +179,9 @@ const (
 	minChunk   = 4 << 10
 )
 
-// readLimited checks the media type and reads the body, answering 413 as
-// soon as it exceeds limit. It reads in chunks as the bytes arrive: the
-// buffer starts at no more than firstChunk, sized from the declared
+// readLimited checks the media type and the content coding and reads the
+// body, answering 413 as soon as it exceeds limit. It reads in chunks as
+// the bytes arrive: the buffer starts at no more than firstChunk, sized from the declared
 // Content-Length within that bound (so a typical body is read into one
 // allocation, without the copies of growing from 512 bytes), and beyond
 // it grows with what was received, never with the declared
@@ -151,6 +190,9 @@ const (
 // connection.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional bool) ([]byte, *acds.Problem) {
 	if p := checkJSONContentType(r); p != nil {
+		return nil, p
+	}
+	if p := checkContentEncoding(r); p != nil {
 		return nil, p
 	}
 	if r.ContentLength > limit {

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"strings"
@@ -124,5 +126,37 @@ func TestContentTypeCharset(t *testing.T) {
 	p := wantProblem(t, resp, b, acds.ProblemUnsupportedMediaType)
 	if !strings.Contains(p.Detail, "+json") {
 		t.Errorf("text/plain: the detail does not say +json types are accepted: %q", p.Detail)
+	}
+}
+
+// TestContentEncodingRefused: a body with a Content-Encoding other than
+// identity is refused with 415 on every JSON endpoint, before it is read,
+// instead of being parsed as raw JSON (invalid-json).
+func TestContentEncodingRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(`{"data":` + sampleBundle + `,"outputFormat":"fhir_r4"}`))
+	_ = zw.Close()
+	for _, c := range []struct{ method, path, token, coding, want string }{
+		{"POST", "/v1/process", s.Token, "gzip", "Content-Encoding gzip is not supported; send the body uncompressed"},
+		{"POST", "/v1/process", s.Token, "identity, gzip", "Content-Encoding gzip"},
+		{"POST", "/v1/process", s.Token, "x<script>", "Content-Encoding other than identity"},
+		{"POST", "/v1/verify", "", "br", "Content-Encoding br"},
+		{"POST", "/v1/auth/anon", "", "deflate", "Content-Encoding deflate"},
+		{"POST", "/v1/fetch-and-attest", s.Token, "gzip", "Content-Encoding gzip"},
+	} {
+		resp, b := h.do(c.method, c.path, c.token, gz.Bytes(), "Content-Encoding", c.coding)
+		p := wantProblem(t, resp, b, acds.ProblemUnsupportedMediaType)
+		if !strings.Contains(p.Detail, c.want) {
+			t.Errorf("%s %s: detail %q, want it to hold %q", c.path, c.coding, p.Detail, c.want)
+		}
+		if strings.Contains(p.Detail, "<script>") {
+			t.Errorf("the detail repeats a coding that is not a token: %q", p.Detail)
+		}
+	}
+	if resp, b := h.do("POST", "/v1/process", s.Token, processBody("fhir_r4"), "Content-Encoding", "identity"); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("identity: %d %s", resp.StatusCode, b)
 	}
 }
