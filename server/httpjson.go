@@ -180,7 +180,8 @@ const (
 )
 
 // readLimited checks the media type and the content coding and reads the
-// body, answering 413 as soon as it exceeds limit. It reads in chunks as
+// body, answering 413 as soon as it exceeds limit and invalid-json when it
+// starts with a byte order mark. It reads in chunks as
 // the bytes arrive: the buffer starts at no more than firstChunk, sized from the declared
 // Content-Length within that bound (so a typical body is read into one
 // allocation, without the copies of growing from 512 bytes), and beyond
@@ -209,8 +210,16 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional b
 		}
 		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body could not be read")
 	}
+	// Both JSON decoders would only say "malformed JSON at byte 1" (or
+	// 0); name the cause, which editors on Windows commonly add.
+	if bytes.HasPrefix(body, utf8BOM) {
+		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body starts with a byte order mark, which JSON text must not (RFC 8259 §8.1); send it without one")
+	}
 	return body, nil
 }
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // readChunked reads rd to its end. The first buffer is declared+1 bytes
 // when 0 ≤ declared < firstChunk, else firstChunk (minChunk when the

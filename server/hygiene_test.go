@@ -160,3 +160,23 @@ func TestContentEncodingRefused(t *testing.T) {
 		t.Errorf("identity: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestByteOrderMarkNamed: a JSON body that starts with a UTF-8 byte order
+// mark is still invalid-json, and the answer says why, on the one-pass
+// decoder of POST /v1/process and on encoding/json's (POST /v1/verify).
+func TestByteOrderMarkNamed(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	bom := "\xEF\xBB\xBF"
+	for _, c := range []struct{ path, token, body string }{
+		{"/v1/process", s.Token, bom + `{"data":` + sampleBundle + `,"outputFormat":"fhir_r4"}`},
+		{"/v1/verify", "", bom + `{"attestationBundle":"aGVsbG8="}`},
+		{"/v1/auth/revoke", s.Token, bom + `{}`},
+	} {
+		resp, b := h.do("POST", c.path, c.token, c.body)
+		p := wantProblem(t, resp, b, acds.ProblemInvalidJSON)
+		if !strings.Contains(p.Detail, "byte order mark") {
+			t.Errorf("%s: detail %q", c.path, p.Detail)
+		}
+	}
+}
