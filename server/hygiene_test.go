@@ -3,12 +3,16 @@ package server_test
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/server"
 )
 
 // rawDo sends a request built by build (its URL is the harness server's
@@ -179,4 +183,63 @@ func TestByteOrderMarkNamed(t *testing.T) {
 			t.Errorf("%s: detail %q", c.path, p.Detail)
 		}
 	}
+}
+
+// TestStalledUploadCountsAsAborted: a stalled upload cut by the body
+// timeout gets no answer; /metrics counts it under code "aborted", not
+// 200, and one info line names its endpoint and nothing of the request.
+func TestStalledUploadCountsAsAborted(t *testing.T) {
+	h := newHarness(t, func(c *server.Config) {
+		c.BodyIdleTimeout = 200 * time.Millisecond
+		c.BodyTimeout = time.Second
+	})
+	s := h.anon()
+	conn, err := net.Dial("tcp", h.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "POST /v1/process HTTP/1.1\r\nHost: acds\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"data\":", s.Token); err != nil {
+		t.Fatal(err)
+	}
+	if got := readUntilClosed(t, conn, 10*time.Second); got != "" {
+		t.Fatalf("a stalled upload was answered: %q", got)
+	}
+	var metrics string
+	deadline := time.Now().Add(5 * time.Second)
+	for { // the handler's deferred count may land just after the close
+		resp, b := h.do("GET", "/metrics", "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("/metrics: %d", resp.StatusCode)
+		}
+		metrics = string(b)
+		if strings.Contains(metrics, `endpoint="/v1/process"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(metrics, `acds_http_requests_total{code="aborted",endpoint="/v1/process",method="POST"} 1`) {
+		t.Errorf("the stalled upload is not counted as aborted:\n%s", grepLines(metrics, "acds_http_requests_total"))
+	}
+	if strings.Contains(metrics, `acds_http_requests_total{code="200",endpoint="/v1/process"`) {
+		t.Errorf("the stalled upload is counted as 200:\n%s", grepLines(metrics, "acds_http_requests_total"))
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, `"msg":"request aborted`) || !strings.Contains(logs, `"endpoint":"/v1/process"`) {
+		t.Errorf("no log line for the aborted request:\n%s", logs)
+	}
+	if strings.Contains(logs, s.Token) {
+		t.Errorf("the log quotes the token")
+	}
+}
+
+// grepLines returns the lines of text that contain substr.
+func grepLines(text, substr string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
