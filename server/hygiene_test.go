@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -242,4 +243,36 @@ func grepLines(text, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestCallbackErrorsWordedForCallbacks: a refused callbackUrl is worded
+// as a callback error, not a portal one, keeps the problem code the
+// endpoint used (forbidden-portal for a refused target), and never
+// quotes user information.
+func TestCallbackErrorsWordedForCallbacks(t *testing.T) {
+	h := realHarness(t, newRealEnclave(t), nil) // the default guard: public https only
+	s := h.anon()
+	for _, c := range []struct{ url, code, want string }{
+		{"https://127.0.0.1/hook", acds.ProblemForbiddenPortal, "callbackUrl: the address 127.0.0.1 is not allowed for callbacks (loopback address; loopback, private, link-local and metadata addresses are refused)"},
+		{"https://[::ffff:169.254.169.254]/", acds.ProblemForbiddenPortal, "the address ::ffff:169.254.169.254 is not allowed for callbacks"},
+		{"https://localhost/hook", acds.ProblemForbiddenPortal, "the host localhost is not allowed for callbacks"},
+		{"http://receiver.example/hook", acds.ProblemForbiddenPortal, `callbackUrl: the URL's scheme "http" is not allowed (https only)`},
+		{"https://user:pw@receiver.example/", acds.ProblemInvalidRequest, "callbackUrl: not a valid callback URL: must not carry user information"},
+	} {
+		resp, b := h.do("POST", "/v1/process", s.Token, map[string]any{"data": json.RawMessage(validFHIRBundle), "outputFormat": "fhir_r4", "callbackUrl": c.url})
+		p := wantProblem(t, resp, b, c.code)
+		if !strings.Contains(p.Detail, c.want) {
+			t.Errorf("%s: detail %q, want it to hold %q", c.url, p.Detail, c.want)
+		}
+		if len(p.Errors) != 1 || p.Errors[0].Field != "callbackUrl" || strings.HasPrefix(p.Errors[0].Message, "callbackUrl") {
+			t.Fatalf("%s: errors %+v", c.url, p.Errors)
+		}
+		// The type and title stay forbidden-portal's; the text is the callback's.
+		if strings.Contains(p.Detail, "portal") || strings.Contains(p.Errors[0].Message, "portal") {
+			t.Errorf("%s: worded as a portal error: %s", c.url, b)
+		}
+		if strings.Contains(string(b), ":pw@") {
+			t.Errorf("the problem quotes the user information: %s", b)
+		}
+	}
 }
