@@ -181,8 +181,8 @@ const (
 
 // readLimited checks the media type and the content coding and reads the
 // body, answering 413 as soon as it exceeds limit and invalid-json when it
-// starts with a byte order mark. It reads in chunks as
-// the bytes arrive: the buffer starts at no more than firstChunk, sized from the declared
+// starts with a byte order mark. It reads in chunks as the bytes arrive:
+// the buffer starts at no more than firstChunk, sized from the declared
 // Content-Length within that bound (so a typical body is read into one
 // allocation, without the copies of growing from 512 bytes), and beyond
 // it grows with what was received, never with the declared
