@@ -570,6 +570,16 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A repeated parameter is refused, as parseWait does: something in
+	// front of the server may have read the other value.
+	if len(q["limit"]) > 1 {
+		writeProblem(w, fieldProblem("limit", "must be one integer from 1 to 100; given more than once"))
+		return
+	}
+	if len(q["cursor"]) > 1 {
+		writeProblem(w, fieldProblem("cursor", "must be one cursor from a previous page; given more than once"))
+		return
+	}
 	limit := 20
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

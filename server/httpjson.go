@@ -70,20 +70,64 @@ func fieldProblem(field, message string) *acds.Problem {
 }
 
 // checkJSONContentType answers 415 when the request declares a body type
-// other than JSON (application/json, or any application/*+json type). A
-// request without a Content-Type is read as JSON: SPEC §4.3 names no
-// Content-Type for POST /v1/process, so a client written from it may send
-// none.
+// other than JSON (application/json, or any application/*+json type such
+// as application/fhir+json, accepted on purpose) or a charset other than
+// utf-8: JSON text exchanged between systems is UTF-8 (RFC 8259 §8.1),
+// and the body is never transcoded. A request without a Content-Type is
+// read as JSON: SPEC §4.3 names no Content-Type for POST /v1/process, so
+// a client written from it may send none.
 func checkJSONContentType(r *http.Request) *acds.Problem {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" || ct == "application/json" { // the usual case, without parsing
 		return nil
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || !(mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json")
+		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Type must be application/json (or a +json type such as application/fhir+json)")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return acds.NewProblem(acds.ProblemUnsupportedMediaType, "the Content-Type charset must be utf-8 or absent: JSON text is UTF-8 (RFC 8259 §8.1)")
 	}
 	return nil
+}
+
+// checkContentEncoding answers 415 when a request that has a body
+// declares a Content-Encoding other than identity. The server does not
+// decompress request bodies: a gzip body would otherwise be read as raw
+// JSON and refused as malformed, which says nothing of the cause. It is
+// decided before any byte of the body is read. The coding is named in
+// the answer only when it is a short token.
+func checkContentEncoding(r *http.Request) *acds.Problem {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			c = strings.TrimSpace(c)
+			if c == "" || strings.EqualFold(c, "identity") {
+				continue
+			}
+			if !isShortToken(c) {
+				c = "other than identity"
+			}
+			return acds.NewProblem(acds.ProblemUnsupportedMediaType, "Content-Encoding "+c+" is not supported; send the body uncompressed")
+		}
+	}
+	return nil
+}
+
+// isShortToken reports whether s is at most 32 letters, digits, '-', '.'
+// or '_': a content coding name that is safe to repeat in an answer.
+func isShortToken(s string) bool {
+	if len(s) > 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeBody strictly decodes the JSON body of r into dst: unknown fields,
@@ -135,9 +179,10 @@ const (
 	minChunk   = 4 << 10
 )
 
-// readLimited checks the media type and reads the body, answering 413 as
-// soon as it exceeds limit. It reads in chunks as the bytes arrive: the
-// buffer starts at no more than firstChunk, sized from the declared
+// readLimited checks the media type and the content coding and reads the
+// body, answering 413 as soon as it exceeds limit and invalid-json when it
+// starts with a byte order mark. It reads in chunks as the bytes arrive:
+// the buffer starts at no more than firstChunk, sized from the declared
 // Content-Length within that bound (so a typical body is read into one
 // allocation, without the copies of growing from 512 bytes), and beyond
 // it grows with what was received, never with the declared
@@ -146,6 +191,9 @@ const (
 // connection.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional bool) ([]byte, *acds.Problem) {
 	if p := checkJSONContentType(r); p != nil {
+		return nil, p
+	}
+	if p := checkContentEncoding(r); p != nil {
 		return nil, p
 	}
 	if r.ContentLength > limit {
@@ -162,8 +210,16 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64, optional b
 		}
 		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body could not be read")
 	}
+	// Both JSON decoders would only say "malformed JSON at byte 1" (or
+	// 0); name the cause, which editors on Windows commonly add.
+	if bytes.HasPrefix(body, utf8BOM) {
+		return nil, acds.NewProblem(acds.ProblemInvalidJSON, "the body starts with a byte order mark, which JSON text must not (RFC 8259 §8.1); send it without one")
+	}
 	return body, nil
 }
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // readChunked reads rd to its end. The first buffer is declared+1 bytes
 // when 0 ≤ declared < firstChunk, else firstChunk (minChunk when the

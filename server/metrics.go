@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -25,6 +26,7 @@ const metricsStoreTimeout = 2 * time.Second
 // never from a token, a pseudonym, a portal host or a request's content.
 type metrics struct {
 	registry *prometheus.Registry
+	log      *slog.Logger
 
 	requests    *prometheus.CounterVec   // endpoint, method, code
 	latency     *prometheus.HistogramVec // endpoint, method
@@ -51,10 +53,11 @@ func newMetrics(s *Server, reg *prometheus.Registry) (*metrics, error) {
 	}
 	m := &metrics{
 		registry: reg,
+		log:      s.log,
 		workers:  max(s.cfg.Workers, 0),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "acds_http_requests_total",
-			Help: "HTTP requests answered, by endpoint (route pattern), method and status code.",
+			Help: "HTTP requests answered, by endpoint (route pattern), method and status code (\"aborted\" when the handler aborted and the connection was closed, e.g. a stalled upload cut by the body timeout).",
 		}, []string{"endpoint", "method", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "acds_http_request_duration_seconds",
@@ -118,11 +121,17 @@ func b2f(b bool) float64 {
 
 // instrument counts and times every request h answers, labelled with the
 // route pattern the mux matched (r.Pattern, set by http.ServeMux on the
-// request it was given), or "other" when none matched.
+// request it was given), or "other" when none matched. A request whose
+// handler panicked (http.ErrAbortHandler, e.g. a stalled upload cut by
+// the body timeout) got no complete answer, as net/http closes the
+// connection: it counts under code "aborted", not a status the client
+// may never have received (the 200 net/http sends for a handler that
+// wrote nothing), and is logged with its endpoint only.
 func (m *metrics) instrument(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		returned := false // false in the deferred call: h panicked
 		defer func() {
 			endpoint := r.Pattern
 			if endpoint == "" || endpoint == "/" {
@@ -138,10 +147,16 @@ func (m *metrics) instrument(h http.Handler) http.Handler {
 			if code == 0 {
 				code = http.StatusOK
 			}
-			m.requests.WithLabelValues(endpoint, method, strconv.Itoa(code)).Inc()
+			label := strconv.Itoa(code)
+			if !returned {
+				label = "aborted"
+				m.log.Info("request aborted; the connection was closed without an answer", "endpoint", endpoint)
+			}
+			m.requests.WithLabelValues(endpoint, method, label).Inc()
 			m.latency.WithLabelValues(endpoint, method).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(sw, r)
+		returned = true
 	})
 }
 

@@ -227,6 +227,12 @@ const (
 // per-token rate limit. The handler finds the owner with ownerFrom.
 func (s *Server) authed(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// Two Authorization fields are ambiguous: a proxy in front may
+		// have read one and the server the other. Refuse them all.
+		if len(r.Header.Values("Authorization")) > 1 {
+			writeProblem(w, acds.NewProblem(acds.ProblemUnauthorized, "more than one Authorization header; send exactly one bearer token"))
+			return
+		}
 		auth := r.Header.Get("Authorization")
 		scheme, token, ok := strings.Cut(auth, " ")
 		if auth == "" {

@@ -133,11 +133,34 @@ func (s *Server) checkCallback(raw string) *acds.Problem {
 		if errors.Is(err, portal.ErrMalformedURL) {
 			code = acds.ProblemInvalidRequest // as Admit decides a malformed portalUrl
 		}
-		p := acds.NewProblem(code, "callbackUrl: "+err.Error())
-		p.Errors = []acds.FieldError{{Field: "callbackUrl", Message: err.Error()}}
+		msg := callbackMessage(err)
+		p := acds.NewProblem(code, "callbackUrl: "+msg)
+		p.Errors = []acds.FieldError{{Field: "callbackUrl", Message: msg}}
 		return p
 	}
 	return nil
+}
+
+// callbackMessage words a guard error for a callback URL: the guard's own
+// text speaks of a "forbidden portal", which misleads a client whose
+// portalUrl is fine. It never quotes the URL (user information may hold
+// a password), only the refused host.
+func callbackMessage(err error) string {
+	var fe *portal.ForbiddenError
+	var ue *portal.URLError
+	switch {
+	case errors.As(err, &fe) && strings.HasPrefix(fe.Reason, "scheme "):
+		return "the URL's " + fe.Reason // scheme "http" is not allowed (https only)
+	case errors.As(err, &fe):
+		kind := "address"
+		if _, aerr := portal.ParseHostAddr(fe.Target); aerr != nil {
+			kind = "host"
+		}
+		return fmt.Sprintf("the %s %s is not allowed for callbacks (%s; loopback, private, link-local and metadata addresses are refused)", kind, fe.Target, fe.Reason)
+	case errors.As(err, &ue):
+		return "not a valid callback URL: " + ue.Reason
+	}
+	return err.Error()
 }
 
 // startWebhooks starts the dispatcher when this server can deliver.
