@@ -155,10 +155,36 @@ func references(v any, out []string) []string {
 	return out
 }
 
+// ipsProblem is the issue of a valid record (decoded as root) that no
+// International Patient Summary can be made from, or nil: one needs the
+// Patient it is about, and the record normalize makes of root holds one
+// exactly when root is a Patient or a Bundle entry it carries is
+// (normalisation keeps every carried entry's type, and drops only exact
+// copies). Process and Check decide with it (refused), before
+// normalisation, so that a server refuses such a record on arrival.
+func ipsProblem(root r4.Resource) *Issue {
+	holds := false
+	if b, ok := root.(*r4.Bundle); ok {
+		for i := range b.Entry {
+			if _, ok := b.Entry[i].Resource.(*r4.Patient); ok && carried(&b.Entry[i]) {
+				holds = true
+				break
+			}
+		}
+	} else {
+		_, holds = root.(*r4.Patient)
+	}
+	if holds {
+		return nil
+	}
+	return &Issue{Severity: SeverityError, Code: "required",
+		Diagnostics: "an International Patient Summary needs a Patient: the record holds none", Expression: []string{"Bundle.entry"}}
+}
+
 func processIPS(input []byte, opts Options) (*Output, error) {
 	ro := opts
 	ro.Format = acds.OutputFHIRR4
-	rec, err := Process(input, ro)
+	rec, err := processRecord(input, ro, acds.OutputFHIRR4, acds.OutputFHIRR4IPS)
 	if err != nil {
 		return nil, err
 	}
@@ -190,9 +216,8 @@ func processIPS(input []byte, opts Options) (*Output, error) {
 			patient = r
 		}
 	}
-	if patient == nil {
-		return nil, &InvalidError{Outcome: &OperationOutcome{Issues: []Issue{{Severity: SeverityError, Code: "required",
-			Diagnostics: "an International Patient Summary needs a Patient: the record holds none", Expression: []string{"Bundle.entry"}}}}}
+	if patient == nil { // processRecord refused such a record (ipsProblem)
+		return nil, fmt.Errorf("fhir: the normalised record lost its Patient")
 	}
 
 	// The document's own resources, with ids derived from the record.

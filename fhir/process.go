@@ -169,13 +169,22 @@ func Process(input []byte, opts Options) (*Output, error) {
 	if format == acds.OutputFHIRR4Deidentified && len(opts.DeidentKey) < 32 {
 		return nil, ErrKey
 	}
+	return processRecord(input, opts, format, format)
+}
+
+// processRecord is Process into the Bundle of format (acds.OutputFHIRR4 or
+// acds.OutputFHIRR4Deidentified) for a request asking for the output
+// format asked: format itself, or one made from the normalised record
+// (acds.OutputFHIRR4IPS). Input that cannot give asked is refused before
+// normalisation, by refused, as Check refuses it.
+func processRecord(input []byte, opts Options, format, asked string) (*Output, error) {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
 	outcome, root, notR4 := decodeAndValidate(input, maxBytes)
-	if outcome.HasErrors() {
-		return nil, invalid(outcome, notR4)
+	if err := refused(outcome, root, notR4, asked); err != nil {
+		return nil, err
 	}
 	out, count, err := normalize(root, opts, format)
 	if err != nil {
@@ -197,27 +206,48 @@ func Process(input []byte, opts Options) (*Output, error) {
 }
 
 // Check validates input as Process does, without normalising it: it
-// returns nil when Process would accept the input, and otherwise the same
-// *InvalidError (ErrInvalid, and ErrNotR4 for other FHIR versions). Only
-// Options.MaxBytes is used. A server can call Check when a submission
-// arrives and Process later, in a worker.
+// returns nil when Process would accept the input for Options.Format, and
+// otherwise the same *InvalidError (ErrInvalid, and ErrNotR4 for other
+// FHIR versions). Besides valid FHIR R4 with resources to process, a
+// format may need more of the input: acds.OutputFHIRR4IPS needs a
+// Patient. Only Options.MaxBytes and Options.Format are used (the zero
+// Format is acds.OutputFHIRR4; an unsupported one is not Check's to
+// refuse). A server can call Check when a submission arrives and Process
+// later, in a worker.
 func Check(input []byte, opts Options) error {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
 	outcome, root, notR4 := decodeAndCheck(input, maxBytes)
-	if outcome.HasErrors() || !hasResources(root) {
-		// Refused: validate again in full, so the outcome also carries
-		// the warnings, exactly as Process would report it.
-		outcome, root, notR4 = decodeAndValidate(input, maxBytes)
+	if refused(outcome, root, notR4, opts.Format) == nil {
+		return nil
 	}
+	// Refused: validate again in full, so the outcome also carries the
+	// warnings, exactly as Process would report it.
+	outcome, root, notR4 = decodeAndValidate(input, maxBytes)
+	return refused(outcome, root, notR4, opts.Format)
+}
+
+// refused is the one rule by which Process and Check refuse a decoded and
+// validated input (root, with its outcome) for the output format asked:
+// the *InvalidError of validation errors, of an input without resources to
+// process, or of a record the format cannot be made from (an International
+// Patient Summary of a record without a Patient, ipsProblem); nil when
+// the input is accepted. A refusal adds its issue to outcome.
+func refused(outcome *OperationOutcome, root r4.Resource, notR4 bool, asked string) error {
 	if outcome.HasErrors() {
 		return invalid(outcome, notR4)
 	}
 	if !hasResources(root) {
 		outcome.Issues = append(outcome.Issues, noResources())
 		return invalid(outcome, false)
+	}
+	if asked == acds.OutputFHIRR4IPS {
+		if is := ipsProblem(root); is != nil {
+			outcome.Issues = append(outcome.Issues, *is)
+			return invalid(outcome, false)
+		}
 	}
 	return nil
 }

@@ -91,8 +91,13 @@ func (e *QueryError) Unwrap() []error {
 }
 
 // CompileQuery parses a query as Process will, so that a server refuses a
-// query that does not parse when the request arrives. The error is a
-// *QueryError whose Offset is the position of the syntax error.
+// query that does not parse when the request arrives. It also refuses what
+// is known wrong before any evaluation: an unknown function, and an
+// environment variable the query's evaluation does not provide (queryEnv:
+// the built-in ones, %bundle among them, and no others), checked as that
+// evaluation checks it (fhirpath.Expression.CheckEnv). The error is a
+// *QueryError whose Offset is the position of the error (-1 when none
+// applies).
 func CompileQuery(query string) (*fhirpath.Expression, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, &QueryError{Offset: -1, Msg: "the query is empty"}
@@ -107,9 +112,32 @@ func CompileQuery(query string) (*fhirpath.Expression, error) {
 			return nil, &QueryError{Offset: se.Offset, Limit: errors.Is(err, fhirpath.ErrLimit),
 				Msg: fmt.Sprintf("does not parse at line %d, column %d (offset %d): %s", se.Line, se.Column, se.Offset, se.Msg), Err: err}
 		}
-		return nil, &QueryError{Offset: -1, Msg: err.Error(), Err: err}
+		return nil, compileError(err)
+	}
+	if err := x.CheckEnv(queryEnv(nil, time.Time{}, QueryLimits{})); err != nil {
+		return nil, compileError(err)
 	}
 	return x, nil
+}
+
+// compileError is the QueryError of a static error other than a syntax
+// error (an unknown function or environment variable), at its offset.
+func compileError(err error) *QueryError {
+	qe := &QueryError{Offset: -1, Msg: err.Error(), Err: err}
+	var ee *fhirpath.EvalError
+	if errors.As(err, &ee) {
+		qe.Offset = ee.Offset
+	}
+	return qe
+}
+
+// queryEnv is the Env a query is evaluated with: %bundle is the normalised
+// record, and there are no variables beyond the built-in ones. CompileQuery
+// checks a query's variables against it, so that what evaluation would
+// refuse is refused when the query arrives.
+func queryEnv(bundle *r4.Bundle, now time.Time, lim QueryLimits) *fhirpath.Env {
+	return &fhirpath.Env{Bundle: bundle, Now: now,
+		Limits: fhirpath.Limits{MaxSteps: lim.MaxSteps, MaxItems: 10 * lim.MaxResults}}
 }
 
 func processQuery(input []byte, opts Options) (*Output, error) {
@@ -144,8 +172,7 @@ func processQuery(input []byte, opts Options) (*Output, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lim.Timeout)
 	defer cancel()
-	got, err := x.Evaluate(ctx, in, &fhirpath.Env{Bundle: bundle, Now: now,
-		Limits: fhirpath.Limits{MaxSteps: lim.MaxSteps, MaxItems: 10 * lim.MaxResults}})
+	got, err := x.Evaluate(ctx, in, queryEnv(bundle, now, lim))
 	if err != nil {
 		qe := &QueryError{Offset: -1, Limit: errors.Is(err, fhirpath.ErrLimit), Msg: err.Error(), Err: err}
 		var ee *fhirpath.EvalError

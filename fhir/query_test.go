@@ -140,3 +140,37 @@ func TestQueryFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileQueryEnvironment: a query naming an environment variable its
+// evaluation does not provide is refused by CompileQuery, as an unknown
+// function is, with the error Process gives it; the built-in variables,
+// %bundle among them, compile.
+func TestCompileQueryEnvironment(t *testing.T) {
+	for q, offset := range map[string]int{"%nosuch": 0, "Observation.where(subject.resolve() = %patient)": 38, "nosuchfn()": 0} {
+		_, cerr := fhir.CompileQuery(q)
+		var qe *fhir.QueryError
+		if !errors.As(cerr, &qe) || !errors.Is(cerr, fhirpath.ErrSemantic) {
+			t.Errorf("CompileQuery(%q) = %v, want a semantic QueryError", q, cerr)
+			continue
+		}
+		if qe.Offset != offset || qe.Limit {
+			t.Errorf("CompileQuery(%q): offset %d limit %v, want offset %d", q, qe.Offset, qe.Limit, offset)
+		}
+		_, perr := runQuery(t, q, fhir.QueryLimits{})
+		if perr == nil || perr.Error() != cerr.Error() {
+			t.Errorf("Process(%q) = %v, want CompileQuery's error %v", q, perr, cerr)
+		}
+	}
+	_, err := fhir.CompileQuery("%nosuch")
+	if want := "fhir: query: fhirpath: semantic error at offset 0: unknown environment variable %nosuch"; err == nil || err.Error() != want {
+		t.Errorf("CompileQuery(%%nosuch) = %v, want %s", err, want)
+	}
+	for _, q := range []string{"%bundle.entry.count()", "%resource", "%context.count()", "%ucum", "%sct", "%loinc", "%`vs-administrative-gender`"} {
+		if _, err := fhir.CompileQuery(q); err != nil {
+			t.Errorf("CompileQuery(%q): %v", q, err)
+		}
+		if _, err := runQuery(t, q, fhir.QueryLimits{}); err != nil {
+			t.Errorf("Process(%q): %v", q, err)
+		}
+	}
+}

@@ -284,17 +284,23 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	if c, ok := s.cfg.Pipeline.(Checker); ok {
-		if err := c.Check(r.Context(), req.Data); err != nil {
-			var inv *fhir.InvalidError
-			if errors.As(err, &inv) {
-				writeProblem(w, invalidFHIRProblem(inv))
-				return
-			}
-			s.log.Error("fhir check failed", "err", err)
-			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
+	// The input is checked for the format asked when the pipeline can
+	// (an IPS needs a Patient), else as FHIR R4.
+	var checkErr error
+	if c, ok := s.cfg.Pipeline.(FormatChecker); ok {
+		checkErr = c.CheckFormat(r.Context(), req.Data, req.OutputFormat)
+	} else if c, ok := s.cfg.Pipeline.(Checker); ok {
+		checkErr = c.Check(r.Context(), req.Data)
+	}
+	if checkErr != nil {
+		var inv *fhir.InvalidError
+		if errors.As(checkErr, &inv) {
+			writeProblem(w, invalidFHIRProblem(inv))
 			return
 		}
+		s.log.Error("fhir check failed", "err", checkErr)
+		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
+		return
 	}
 	if p := s.checkCallback(req.CallbackURL); p != nil { // webhooks.go
 		writeProblem(w, p)

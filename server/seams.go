@@ -37,6 +37,18 @@ type Checker interface {
 	Check(ctx context.Context, input []byte) error
 }
 
+// FormatChecker is optionally implemented by a Pipeline whose check at
+// acceptance depends on the output format asked for: POST /v1/process
+// then calls CheckFormat instead of Check, so that input which is valid
+// FHIR R4 but cannot give the format (an International Patient Summary of
+// a record without a Patient) is answered 422 invalid-fhir at once too.
+// FHIRPipeline is one.
+type FormatChecker interface {
+	// CheckFormat returns a *fhir.InvalidError when input is not valid
+	// FHIR R4 or when Process would refuse it for format.
+	CheckFormat(ctx context.Context, input []byte, format string) error
+}
+
 // Enclave is the trusted execution environment the server runs in: it
 // attests outputs, seals credentials and publishes its boot evidence.
 // AttestationEnclave is the one of an *attestation.Enclave.

@@ -21,8 +21,9 @@ const fhirPathTimeout = 30 * time.Second
 // It prints the result collection as a JSON array (fhirpath.MarshalJSON:
 // primitives as JSON values, complex elements and Quantity as their FHIR
 // JSON) and exits 0; 1 on an evaluation error; 2 on a usage error, an
-// expression that does not parse, or an input that cannot be read or is
-// not FHIR R4 JSON.
+// expression that is wrong whatever the input (it does not parse, or names
+// an unknown function or environment variable: a static error), or an
+// input that cannot be read or is not FHIR R4 JSON.
 func fhirPath(ctx context.Context, args []string, e env) int {
 	fs := flag.NewFlagSet("acds fhir path", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
@@ -32,7 +33,8 @@ Evaluates a FHIRPath expression on a FHIR R4 resource or Bundle (FILE, or - for
 standard input) and prints the result collection as a JSON array: primitives as
 JSON values, complex elements and Quantity as their FHIR JSON.`,
 		exit: `0 evaluated, 1 evaluation error, 2 usage error, an expression that
-does not parse, or an input that cannot be read or is not FHIR R4 JSON.`})
+does not parse or names an unknown function or environment variable, or an
+input that cannot be read or is not FHIR R4 JSON.`})
 	pos, err := parseArgs(fs, args, e.stdout)
 	if err != nil {
 		return parseExit(err)
@@ -44,6 +46,11 @@ does not parse, or an input that cannot be read or is not FHIR R4 JSON.`})
 	}
 	expr, name := pos[0], pos[1]
 	x, err := fhirpath.Compile(expr)
+	if err == nil {
+		// The evaluation below has no Env (nil): the built-in variables
+		// only. Any other is a static error, found before reading FILE.
+		err = x.CheckEnv(nil)
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds fhir path: %v\n", err)
 		return 2

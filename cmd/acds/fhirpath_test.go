@@ -8,7 +8,8 @@ import (
 
 // TestFHIRPathCLI: acds fhir path prints the result collection as a JSON
 // array (DESIGN §8) and exits 0, 1 on an evaluation error, 2 on usage,
-// syntax or input errors.
+// syntax, other static (unknown function or environment variable) or input
+// errors.
 func TestFHIRPathCLI(t *testing.T) {
 	obs := writeFHIRFile(t, "obs.json", `{"resourceType":"Observation","id":"o1","status":"final",
 		"code":{"coding":[{"system":"http://loinc.org","code":"4548-4"}]},
@@ -31,6 +32,11 @@ func TestFHIRPathCLI(t *testing.T) {
 		{args: []string{"Observation.subject", obs}, out: `[]`},
 		{args: []string{"Bundle.entry.single()", bundle}, code: 1, err: "single()"},
 		{args: []string{"Bundle.entry.(", bundle}, code: 2, err: "1:14"},
+		// Static errors, whatever the input: 2, before FILE is read.
+		{args: []string{"nosuchfn()", obs}, code: 2, err: "unknown function nosuchfn()"},
+		{args: []string{"%nosuch", obs}, code: 2, err: "unknown environment variable %nosuch"},
+		{args: []string{"iif(true, 1, %nosuch)", "/nonexistent/file.json"}, code: 2, err: "offset 13: unknown environment variable %nosuch"},
+		{args: []string{"%resource.id | %ucum", obs}, out: `["o1","http://unitsofmeasure.org"]`},
 		{args: []string{"Bundle.entry", "/nonexistent/file.json"}, code: 2, err: "/nonexistent/file.json"},
 		{args: []string{"Bundle.entry", "-"}, stdin: `{"resourceType":"Nope"}`, code: 2, err: "not FHIR R4 JSON"},
 		{args: []string{"Bundle.entry"}, code: 2, err: "want EXPRESSION and FILE"},

@@ -16,14 +16,14 @@ import (
 // chains, so that every node is evaluated step by step.
 func parseUnfused(t testing.TB, expr string) *Expression {
 	t.Helper()
-	root, err := parse(expr, maxTokens, maxDepth)
+	root, envs, err := parse(expr, maxTokens, maxDepth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := check(root, nil); err != nil {
 		t.Fatal(err)
 	}
-	return &Expression{src: expr, root: root}
+	return &Expression{src: expr, root: root, envs: envs}
 }
 
 // sameItems describes the first difference between two results: nodes

@@ -11,7 +11,8 @@
 // # Compiling
 //
 // Compile parses an expression into a syntax tree, checks what can be
-// checked without data (function names and arities), and keeps the result
+// checked without data (function names and arities; the environment
+// variables, which depend on the Env, with CheckEnv), and keeps the result
 // in a bounded, concurrency-safe cache keyed by the text; Parse does the
 // same without the cache and NewCache gives a private one. A parse error
 // is a *SyntaxError naming the byte offset, line and column; an expression
@@ -30,8 +31,11 @@
 // variables: %resource and %rootResource (Env.Resource and
 // Env.RootResource, by default the input's resource), %context (the input), %bundle (Env.Bundle, or the input when
 // it is a Bundle), %ucum, %sct, %loinc, %vs-name and %ext-name, and any
-// others in Env.Vars. Evaluation is bounded by the context (a cancelled or
-// expired ctx ends it) and by Env.Limits (steps and collection size, with
+// others in Env.Vars; any other %name is an ErrSemantic error before
+// evaluation starts, wherever it is (Env.Provides, Expression.CheckEnv),
+// so it can be refused as soon as the Env is known. Evaluation is
+// bounded by the context (a cancelled or expired ctx ends it) and by
+// Env.Limits (steps and collection size, with
 // defaults of ten million steps and a million items); exceeding them is an
 // *EvalError of class ErrLimit. Errors are typed: test the class with
 // errors.Is (ErrSyntax, ErrSemantic, ErrEvaluation, ErrLimit,

@@ -404,7 +404,39 @@ func (e *evaluator) envVar(n *envNode) (Collection, error) {
 	if n.name == "bundle" {
 		return nil, nil
 	}
-	return nil, evalErr(ErrSemantic, n.at, "unknown environment variable %%%s", n.name)
+	return nil, unknownEnv(n) // Evaluate's CheckEnv refused it already
+}
+
+// builtinEnv reports whether every evaluation provides %name, whatever
+// its Env: the variables envVar answers without Env.Vars.
+func builtinEnv(name string) bool {
+	switch name {
+	case "context", "resource", "rootResource", "ucum", "sct", "loinc", "bundle":
+		return true
+	}
+	return strings.HasPrefix(name, "vs-") || strings.HasPrefix(name, "ext-")
+}
+
+// Provides reports whether an evaluation with env resolves the
+// environment variable %name (name without the %): the ones every
+// evaluation has — %context, %resource, %rootResource, %ucum, %sct,
+// %loinc, %bundle (empty when there is none), %vs-name and %ext-name —
+// and those of env.Vars. A nil env provides the built-in ones. It is the
+// rule of Expression.CheckEnv, which Evaluate applies first.
+func (env *Env) Provides(name string) bool {
+	if builtinEnv(name) {
+		return true
+	}
+	if env == nil {
+		return false
+	}
+	_, ok := env.Vars[name]
+	return ok
+}
+
+// unknownEnv is the error of an environment variable no Env provides.
+func unknownEnv(n *envNode) error {
+	return evalErr(ErrSemantic, n.at, "unknown environment variable %%%s", n.name)
 }
 
 // member navigates from every item of c to its children called name. At

@@ -14,6 +14,11 @@ import (
 type Expression struct {
 	src  string
 	root node
+	// envs are the environment variables (%name) the expression uses
+	// that are not built in, in the order of the text: those CheckEnv
+	// looks for in Env.Vars (none, for R4's invariants, so that the check
+	// costs their evaluations nothing).
+	envs []*envNode
 	// checked records, per input resource type, the result of checking
 	// the expression against that type (nil or a semantic error).
 	checked sync.Map
@@ -34,14 +39,16 @@ const (
 // Parse compiles expr without the cache. The error is a *SyntaxError
 // (ErrSyntax, or ErrLimit when expr exceeds MaxLength or nests too deeply)
 // or an *EvalError of class ErrSemantic (an unknown function, a wrong
-// number of arguments).
+// number of arguments). Which environment variables exist depends on the
+// Env of an evaluation: CheckEnv checks them for a given Env, and Evaluate
+// does so first.
 func Parse(expr string) (*Expression, error) {
 	if len(expr) > MaxLength {
 		e := newSyntaxError(expr, MaxLength, "expression longer than %d bytes", MaxLength)
 		e.class = ErrLimit
 		return nil, e
 	}
-	root, err := parse(expr, maxTokens, maxDepth)
+	root, envs, err := parse(expr, maxTokens, maxDepth)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +56,31 @@ func Parse(expr string) (*Expression, error) {
 		return nil, err
 	}
 	fuse(root)
-	return &Expression{src: expr, root: root}, nil
+	var free []*envNode
+	for _, n := range envs {
+		if !builtinEnv(n.name) {
+			free = append(free, n)
+		}
+	}
+	return &Expression{src: expr, root: root, envs: free}, nil
+}
+
+// CheckEnv reports, before any evaluation, the first environment variable
+// (%name) of the expression that an evaluation with env would not provide
+// (see Env.Provides): an *EvalError of class ErrSemantic, "unknown
+// environment variable %name", at its offset. A nil env is the zero Env.
+// Evaluate checks this first, whether or not the evaluation would reach
+// the variable, so a caller that will evaluate later with a known Env
+// (a server accepting a query) can refuse such an expression at once,
+// with the very error the evaluation would give, as it refuses an unknown
+// function.
+func (x *Expression) CheckEnv(env *Env) error {
+	for _, n := range x.envs {
+		if !env.Provides(n.name) {
+			return unknownEnv(n)
+		}
+	}
+	return nil
 }
 
 // Cache is a bounded, concurrency-safe cache of compiled expressions keyed
@@ -137,13 +168,17 @@ var noEnv Env
 // Evaluate evaluates the expression over input with env (which may be
 // nil). It stops with an *EvalError of class ErrLimit when ctx ends or
 // the limits in env are exceeded; other errors are *EvalError of class
-// ErrSemantic, ErrEvaluation or ErrNotSupported. The result may share its
+// ErrSemantic (first of all an environment variable env does not provide,
+// see CheckEnv), ErrEvaluation or ErrNotSupported. The result may share its
 // storage with the input, with other results and with the compiled
 // expression (a boolean result, a literal): it must not be changed in
 // place.
 func (x *Expression) Evaluate(ctx context.Context, input Collection, env *Env) (Collection, error) {
 	if env == nil {
 		env = &noEnv
+	}
+	if err := x.CheckEnv(env); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &EvalError{Class: ErrLimit, Offset: -1, Msg: "evaluation not started", Err: err}

@@ -341,3 +341,42 @@ func TestStepBudget(t *testing.T) {
 	_, err = x.Evaluate(context.Background(), nil, env)
 	require.ErrorIs(t, err, ErrLimit)
 }
+
+// TestCheckEnv: an environment variable the Env does not provide is a
+// static error, found by CheckEnv before any evaluation (at the offset of
+// the variable, wherever it is in the expression), and Evaluate refuses
+// it with the same error even where evaluation would not reach it.
+func TestCheckEnv(t *testing.T) {
+	vars := &Env{Vars: map[string]Collection{"x": {String("v")}}}
+	for _, expr := range []string{"%context", "%resource", "%rootResource", "%ucum", "%sct", "%loinc", "%bundle",
+		"%`vs-administrative-gender`", "%`ext-patient-birthTime`", "%'vs-x'", "1 + 2"} {
+		x := MustCompile(expr)
+		require.NoError(t, x.CheckEnv(nil), expr)
+		require.NoError(t, x.CheckEnv(vars), expr)
+		_, err := x.Evaluate(context.Background(), nil, nil)
+		require.NoError(t, err, expr)
+	}
+	x := MustCompile("iif(true, 1, %x)")
+	err := x.CheckEnv(nil)
+	var ee *EvalError
+	require.ErrorAs(t, err, &ee)
+	require.ErrorIs(t, err, ErrSemantic)
+	require.Equal(t, 13, ee.Offset)
+	require.Equal(t, "fhirpath: semantic error at offset 13: unknown environment variable %x", err.Error())
+	_, evalErr := x.Evaluate(context.Background(), nil, nil)
+	require.Equal(t, err, evalErr, "Evaluate refuses what CheckEnv refuses, with the same error")
+	require.NoError(t, x.CheckEnv(vars))
+	out, err := x.Evaluate(context.Background(), nil, vars)
+	require.NoError(t, err)
+	require.Equal(t, Collection{Integer(1)}, out)
+	// The first unknown variable, in the order of the text.
+	err = MustCompile("%x.where(%resource.exists() and %y)").CheckEnv(nil)
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 0, ee.Offset)
+	err = MustCompile("%x.where(%resource.exists() and %y)").CheckEnv(vars)
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 32, ee.Offset)
+	require.True(t, (*Env)(nil).Provides("resource"))
+	require.False(t, (*Env)(nil).Provides("x"))
+	require.True(t, vars.Provides("x"))
+}

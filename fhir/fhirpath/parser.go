@@ -110,23 +110,25 @@ type parser struct {
 	i        int
 	depth    int
 	maxDepth int
+	envs     []*envNode // the %names met, in the order of the text
 }
 
-// parse turns src into a syntax tree.
-func parse(src string, maxTokens, maxDepth int) (node, error) {
+// parse turns src into a syntax tree, and lists its environment
+// variables (%name) in the order of the text.
+func parse(src string, maxTokens, maxDepth int) (node, []*envNode, error) {
 	toks, err := lex(src, maxTokens)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := &parser{src: src, toks: toks, maxDepth: maxDepth}
 	n, err := p.expr(0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t := p.peek(); t.kind != tEOF {
-		return nil, p.errAt(t, "unexpected %s", describe(t))
+		return nil, nil, p.errAt(t, "unexpected %s", describe(t))
 	}
-	return n, nil
+	return n, p.envs, nil
 }
 
 func describe(t token) string {
@@ -405,7 +407,9 @@ func (p *parser) term() (node, error) {
 		}
 		return nil, p.errAt(t, "unknown variable %s", t.text)
 	case tEnv:
-		return &envNode{at: t.off, name: t.text}, nil
+		n := &envNode{at: t.off, name: t.text}
+		p.envs = append(p.envs, n)
+		return n, nil
 	case tDelim:
 		return &identNode{at: t.off, name: t.text}, nil
 	case tIdent:
