@@ -20,21 +20,15 @@ import (
 // *attestation.Enclave and package verify. (*portal.Fetcher is a Fetcher
 // as it is.)
 
-// FHIRPipeline is the Pipeline (and Checker and FormatChecker) of package
+// FHIRPipeline is the Pipeline (and Checker) of package
 // fhir. DeidentKey is the installation's de-identification key
 // (fhir.Options.DeidentKey), required for the de-identified format.
 type FHIRPipeline struct{ DeidentKey []byte }
 
-// Check is fhir.Check for acds.OutputFHIRR4: it accepts exactly what
-// fhir.Process will, and flags content of other FHIR versions as not R4.
-func (p FHIRPipeline) Check(ctx context.Context, input []byte) error {
-	return fhir.Check(input, fhir.Options{})
-}
-
-// CheckFormat is fhir.Check for format: it accepts exactly what
-// fhir.Process will for that format (an International Patient Summary
-// also needs a Patient), at the cost of Check.
-func (p FHIRPipeline) CheckFormat(ctx context.Context, input []byte, format string) error {
+// Check is fhir.Check for format: it accepts exactly what fhir.Process
+// will for that format (an International Patient Summary also needs a
+// Patient), and flags content of other FHIR versions as not R4.
+func (p FHIRPipeline) Check(ctx context.Context, input []byte, format string) error {
 	return fhir.Check(input, fhir.Options{Format: format})
 }
 

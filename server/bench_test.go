@@ -189,8 +189,8 @@ func BenchmarkProcessAccept(b *testing.B) {
 // pipeline: fhir.Check, which accepts exactly what fhir.Process will.
 type fhirChecked struct{ processOnly }
 
-func (fhirChecked) Check(_ context.Context, input []byte) error {
-	return fhir.Check(input, fhir.Options{})
+func (fhirChecked) Check(_ context.Context, input []byte, format string) error {
+	return fhir.Check(input, fhir.Options{Format: format})
 }
 
 // labelled runs f with the pprof label bench=name; goroutines f starts

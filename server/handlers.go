@@ -284,13 +284,10 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	// The input is checked for the format asked when the pipeline can
-	// (an IPS needs a Patient), else as FHIR R4.
+	// The input is checked for the format asked (an IPS needs a Patient).
 	var checkErr error
-	if c, ok := s.cfg.Pipeline.(FormatChecker); ok {
-		checkErr = c.CheckFormat(r.Context(), req.Data, req.OutputFormat)
-	} else if c, ok := s.cfg.Pipeline.(Checker); ok {
-		checkErr = c.Check(r.Context(), req.Data)
+	if c, ok := s.cfg.Pipeline.(Checker); ok {
+		checkErr = c.Check(r.Context(), req.Data, req.OutputFormat)
 	}
 	if checkErr != nil {
 		var inv *fhir.InvalidError

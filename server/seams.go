@@ -29,24 +29,15 @@ type Pipeline interface {
 }
 
 // Checker is optionally implemented by a Pipeline to validate input when a
-// request is accepted, so that POST /v1/process answers 422 invalid-fhir at
-// once instead of accepting a request bound to fail. It should be cheap
-// compared with Process.
+// request is accepted, for the output format asked, so that POST
+// /v1/process answers 422 invalid-fhir at once instead of accepting a
+// request bound to fail: input that is not valid FHIR R4, or that cannot
+// give the format (an International Patient Summary of a record without a
+// Patient). It should be cheap compared with Process.
 type Checker interface {
-	// Check returns a *fhir.InvalidError when input is not valid FHIR R4.
-	Check(ctx context.Context, input []byte) error
-}
-
-// FormatChecker is optionally implemented by a Pipeline whose check at
-// acceptance depends on the output format asked for: POST /v1/process
-// then calls CheckFormat instead of Check, so that input which is valid
-// FHIR R4 but cannot give the format (an International Patient Summary of
-// a record without a Patient) is answered 422 invalid-fhir at once too.
-// FHIRPipeline is one.
-type FormatChecker interface {
-	// CheckFormat returns a *fhir.InvalidError when input is not valid
-	// FHIR R4 or when Process would refuse it for format.
-	CheckFormat(ctx context.Context, input []byte, format string) error
+	// Check returns a *fhir.InvalidError when input is not valid FHIR R4
+	// or when Process would refuse it for format.
+	Check(ctx context.Context, input []byte, format string) error
 }
 
 // Enclave is the trusted execution environment the server runs in: it

@@ -221,8 +221,8 @@ type blockingPipeline struct {
 	release chan struct{}
 }
 
-func (p blockingPipeline) Check(ctx context.Context, input []byte) error {
-	return p.Pipeline.(server.Checker).Check(ctx, input)
+func (p blockingPipeline) Check(ctx context.Context, input []byte, format string) error {
+	return p.Pipeline.(server.Checker).Check(ctx, input, format)
 }
 
 func (p blockingPipeline) Process(ctx context.Context, input []byte, o fhir.Options) (*fhir.Output, error) {

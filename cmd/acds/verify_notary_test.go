@@ -106,7 +106,7 @@ func TestUsageErrorsSayWhy(t *testing.T) {
 		{[]string{"verify", "a.b64", "--server", "https://127.0.0.1:1"}, "not both"},
 		{[]string{"verify", "--server", "https://127.0.0.1:1", "--output", "o.json"}, "not --server"},
 		{[]string{"verify", "--disclosure", "d.json", "a.b64"}, "--disclosure takes no BUNDLE"},
-		{[]string{"disclose", "--bundle", "a.b64", "--output", "o.json", "--select", "Patient/p"}, "need --key-file"},
+		{[]string{"disclose", "--output", "o.json", "--select", "Patient/p"}, "need --bundle"},
 		{[]string{"disclose", "--record", "r.json"}, "nothing to disclose"},
 		{[]string{"disclose", "--select", "Patient/p"}, "no input"},
 		{[]string{"disclose", "--record", "r.json", "--bundle", "a.b64", "--select", "Patient/p"}, "not both"},

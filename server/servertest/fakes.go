@@ -39,7 +39,7 @@ var (
 )
 
 // Check implements server.Checker with the same rule as Process.
-func (p *Pipeline) Check(ctx context.Context, input []byte) error {
+func (p *Pipeline) Check(ctx context.Context, input []byte, format string) error {
 	var v struct {
 		ResourceType any `json:"resourceType"`
 	}
@@ -63,7 +63,7 @@ func (p *Pipeline) Process(ctx context.Context, input []byte, opts fhir.Options)
 			return nil, err
 		}
 	}
-	if err := p.Check(ctx, input); err != nil {
+	if err := p.Check(ctx, input, opts.Format); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
