@@ -20,7 +20,7 @@ const (
 	ProblemNotFound                = "not-found"                 // 404: no such resource visible to the caller
 	ProblemMethodNotAllowed        = "method-not-allowed"        // 405: the path exists but not with this method
 	ProblemUnsupportedSystemType   = "unsupported-system-type"   // 422: systemType is not one of SystemTypes
-	ProblemUnsupportedOutputFormat = "unsupported-output-format" // 422: outputFormat is not one of OutputFormats
+	ProblemUnsupportedOutputFormat = "unsupported-output-format" // 422: outputFormat is not one of SupportedOutputFormats
 	ProblemInvalidFHIR             = "invalid-fhir"              // 422: the FHIR input has errors; OperationOutcome says which
 	ProblemForbiddenPortal         = "forbidden-portal"          // 403: the portal URL is refused (not https, private address, ...)
 	ProblemRateLimited             = "rate-limited"              // 429: too many requests; see Retry-After

@@ -39,10 +39,12 @@ const (
 )
 
 // OutputFormats returns the output formats that transform a whole record
-// (SPEC's). SupportedOutputFormats adds the query format.
+// into a Bundle of the same entries (fhir_r4, as SPEC shows it, and its
+// de-identified form). A request may name more: see SupportedOutputFormats.
 func OutputFormats() []string { return []string{OutputFHIRR4, OutputFHIRR4Deidentified} }
 
-// SupportedOutputFormats returns every output format a request may name:
+// SupportedOutputFormats returns every output format a request may name
+// (the server refuses any other with unsupported-output-format):
 // OutputFormats, OutputFHIRR4IPS and OutputFHIRPath.
 func SupportedOutputFormats() []string {
 	return append(OutputFormats(), OutputFHIRR4IPS, OutputFHIRPath)
@@ -110,7 +112,7 @@ type FetchAndAttestRequest struct {
 	Username     string `json:"username"`               // portal login name
 	Password     string `json:"password"`               // portal password
 	RecordID     string `json:"recordId"`               // the patient id at the portal
-	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of OutputFormats, default OutputFHIRR4
+	OutputFormat string `json:"outputFormat,omitempty"` // extension: one of SupportedOutputFormats, default OutputFHIRR4
 	Query        string `json:"query,omitempty"`        // extension: the FHIRPath query of OutputFHIRPath
 	CallbackURL  string `json:"callbackUrl,omitempty"`  // extension: https URL the signed outcome is POSTed to (DESIGN §10)
 }
@@ -134,13 +136,13 @@ func (r FetchAndAttestRequest) LogValue() slog.Value {
 
 // ProcessRequest is the body of POST /v1/process (SPEC §2.3): Data is a
 // FHIR R4 Bundle (or a single resource) as a JSON object, to process inside
-// the enclave; OutputFormat is one of OutputFormats and required.
+// the enclave; OutputFormat is one of SupportedOutputFormats and required.
 //
 // Query (extension) is the FHIRPath expression of OutputFHIRPath (at most
 // MaxQueryLen bytes), required with it and refused with other formats.
 type ProcessRequest struct {
 	Data         json.RawMessage `json:"data"`                  // a JSON object
-	OutputFormat string          `json:"outputFormat"`          // one of OutputFormats
+	OutputFormat string          `json:"outputFormat"`          // one of SupportedOutputFormats
 	Query        string          `json:"query,omitempty"`       // extension
 	CallbackURL  string          `json:"callbackUrl,omitempty"` // extension: https URL the signed outcome is POSTed to (DESIGN §10)
 }

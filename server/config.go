@@ -47,11 +47,13 @@ type Config struct {
 	// Zero means DefaultStoreTimeout (5 s).
 	StoreTimeout time.Duration
 
-	// Pipeline processes FHIR. Nil: every request fails with unavailable.
+	// Pipeline processes FHIR. Nil: POST /v1/process and POST
+	// /v1/fetch-and-attest answer 503 unavailable at once, naming it.
 	Pipeline Pipeline
-	// Enclave attests outputs and seals credentials. Nil: every request
-	// fails with unavailable, GET /v1/attestation answers 503 and health
-	// reports the enclave as "none".
+	// Enclave attests outputs and seals credentials. Nil: POST
+	// /v1/process and POST /v1/fetch-and-attest answer 503 unavailable at
+	// once, naming it, GET /v1/attestation answers 503 and health reports
+	// the enclave as "none".
 	Enclave Enclave
 	// Fetcher admits and fetches portal records. Nil: POST
 	// /v1/fetch-and-attest answers 503 unavailable.

@@ -19,10 +19,11 @@
 // types: Pipeline (optionally Checker), Enclave, Fetcher and Verifier.
 // FHIRPipeline, AttestationEnclave, Verify and *portal.Fetcher are the
 // real ones; package service opens all of them from a data directory. A nil seam is never
-// faked: requests that need it end failed with the problem "unavailable",
-// naming what is missing, and POST /v1/fetch-and-attest, which needs all
-// of Fetcher, Enclave and Pipeline, answers 503 unavailable at once
-// instead of accepting. Which portal URLs and recordIds are accepted is
+// faked: a request that needs it is not accepted but answered 503
+// unavailable at once, naming what is missing (POST /v1/process needs
+// Pipeline and Enclave; POST /v1/fetch-and-attest also Fetcher; POST
+// /v1/verify needs Verifier). The answer has no Retry-After: it lasts as
+// long as the configuration does. Which portal URLs and recordIds are accepted is
 // the Fetcher's decision (Fetcher.Admit), taken by the rules its fetch
 // applies, so a request is never accepted only to fail on one of them.
 // Package servertest has fakes for tests.

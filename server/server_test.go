@@ -453,7 +453,7 @@ func TestFetchWithoutFetcherRefusedUnavailable(t *testing.T) {
 				Username: "u", Password: "p",
 			})
 			p := wantProblem(t, resp, b, acds.ProblemUnavailable)
-			if !strings.Contains(p.Detail, "not available") {
+			if !strings.Contains(p.Detail, "not configured") {
 				t.Errorf("detail %q does not say what is missing", p.Detail)
 			}
 			if rows := h.store.(*servertest.MemStore).Snapshot(); len(rows) != 0 {

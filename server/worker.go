@@ -310,7 +310,7 @@ func (s *Server) missingParts(fetch bool) *acds.Problem {
 	if len(missing) == 0 {
 		return nil
 	}
-	return acds.NewProblem(acds.ProblemUnavailable, "this server cannot complete the request: not available in this build: "+strings.Join(missing, ", "))
+	return acds.NewProblem(acds.ProblemUnavailable, "this server cannot complete the request: not configured on this server: "+strings.Join(missing, ", "))
 }
 
 // finish runs the pipeline and the enclave over input and builds the result.
