@@ -155,7 +155,9 @@ type Config struct {
 	// collectors with (DESIGN §11: requests by endpoint and status,
 	// latency, queue depth and age, worker utilisation, fetch outcomes,
 	// notary sessions). Nil: a registry of the server's own, with the Go
-	// runtime and process collectors. Two Servers need two registries.
+	// runtime and process collectors. Two open Servers need two
+	// registries; Close unregisters the server's collectors, so a
+	// registry can serve the next Server.
 	Metrics *prometheus.Registry
 	// NoMetricsEndpoint stops the handler from serving the registry at
 	// GET /metrics (for an embedder that serves its registry itself, or

@@ -26,6 +26,7 @@ const metricsStoreTimeout = 2 * time.Second
 // never from a token, a pseudonym, a portal host or a request's content.
 type metrics struct {
 	registry *prometheus.Registry
+	own      []prometheus.Collector // registered by newMetrics; unregistered by Close
 	log      *slog.Logger
 
 	requests    *prometheus.CounterVec   // endpoint, method, code
@@ -106,10 +107,22 @@ func newMetrics(s *Server, reg *prometheus.Registry) (*metrics, error) {
 		&queueCollector{s: s, m: m},
 	} {
 		if err := reg.Register(c); err != nil {
+			m.unregister()
 			return nil, err
 		}
+		m.own = append(m.own, c)
 	}
 	return m, nil
+}
+
+// unregister takes the server's collectors off its registry, so that a
+// closed server no longer reports and a new one can register on the same
+// registry.
+func (m *metrics) unregister() {
+	for _, c := range m.own {
+		m.registry.Unregister(c)
+	}
+	m.own = nil
 }
 
 func b2f(b bool) float64 {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -204,5 +205,25 @@ func TestMetricsEndpointCanBeOff(t *testing.T) {
 	}
 	if !found {
 		t.Error("the embedder's registry lacks acds_http_requests_total")
+	}
+}
+
+// TestCloseUnregistersMetrics: a closed Server's collectors leave the
+// registry, so that the next Server registers on it (an embedder that
+// restarts the server, or a test suite) instead of failing with a
+// duplicate registration.
+func TestCloseUnregistersMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for i := range 3 {
+		s, err := server.New(server.Config{Store: servertest.NewMemStore(), Workers: -1, Metrics: reg})
+		if err != nil {
+			t.Fatalf("server %d on the registry: %v", i, err)
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if mfs, err := reg.Gather(); err != nil || len(mfs) != 0 {
+			t.Fatalf("after Close the registry still gathers %d families (%v)", len(mfs), err)
+		}
 	}
 }

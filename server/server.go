@@ -106,7 +106,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // until ctx ends; requests still running then are abandoned (their leases
 // expire and another worker, here or in another replica, re-claims them).
 // The handler keeps accepting requests durably after Close; the Store is
-// not closed. Close returns ctx.Err() when it had to abandon work.
+// not closed. Close takes the server's collectors off Config.Metrics. It
+// returns ctx.Err() when it had to abandon work.
 func (s *Server) Close(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
@@ -121,6 +122,7 @@ func (s *Server) Close(ctx context.Context) error {
 			<-done
 		}
 		s.abortWork()
+		s.metrics.unregister()
 	})
 	return err
 }
