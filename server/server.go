@@ -313,17 +313,21 @@ func (s *Server) addrLimited(set *limiterSet, h http.HandlerFunc) http.HandlerFu
 	}
 }
 
-// locationFor returns the Location of request id as seen by the client:
-// when the handler is mounted under a prefix (http.StripPrefix), the
-// original request URI still has it.
+// locationFor returns the Location of request id as seen by the client.
 func locationFor(r *http.Request, id string) string {
-	prefix := ""
+	return mountPrefix(r) + "/v1/requests/" + id
+}
+
+// mountPrefix returns the path prefix the handler is mounted under
+// (http.StripPrefix), without a trailing slash: the original request URI
+// still has it. "" when mounted at the root.
+func mountPrefix(r *http.Request) string {
 	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
 		if p, ok := strings.CutSuffix(u.Path, r.URL.Path); ok {
-			prefix = strings.TrimSuffix(p, "/")
+			return strings.TrimSuffix(p, "/")
 		}
 	}
-	return prefix + "/v1/requests/" + id
+	return ""
 }
 
 // janitor erases expired sealed credentials and sessions and idle rate

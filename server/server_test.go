@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -172,6 +173,30 @@ func TestMountedUnderPrefix(t *testing.T) {
 	}
 	resp, b = h.do("GET", "/api/v1/nope", "", nil)
 	wantProblem(t, resp, b, acds.ProblemNotFound)
+
+	// The OpenAPI document served under the prefix names it as its
+	// server, so a client generated from it calls /api/v1/….
+	_, b = h.do("GET", "/api/v1/openapi.json", "", nil)
+	var doc struct {
+		Servers []struct{ URL string } `json:"servers"`
+		Paths   map[string]any         `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Servers) != 1 || doc.Servers[0].URL != "/api" || doc.Paths["/v1/process"] == nil {
+		t.Fatalf("OpenAPI under /api: servers %+v (%v)", doc.Servers, err)
+	}
+}
+
+// TestOpenAPIServerAtRoot: at the root the document's server is "/", the
+// entry handleOpenAPI rewrites under a prefix (exactly one).
+func TestOpenAPIServerAtRoot(t *testing.T) {
+	doc := server.OpenAPIDocument()
+	if n := bytes.Count(doc, []byte(`"url": "/"`)); n != 1 {
+		t.Fatalf("the document has %d root server entries, want 1", n)
+	}
+	h := newHarness(t, nil)
+	if _, b := h.do("GET", "/v1/openapi.json", "", nil); !bytes.Equal(b, doc) {
+		t.Fatal("at the root the served document differs from OpenAPIDocument")
+	}
 }
 
 func TestOwnerIsolationAndPagination(t *testing.T) {
