@@ -32,6 +32,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -226,11 +227,18 @@ func (c *Client) Verify(ctx context.Context, r acds.VerifyRequest) (*acds.Verify
 	return &v, nil
 }
 
-// Health returns the server's health (GET /v1/health).
+// Health returns the server's health (GET /v1/health), also when the
+// server reports itself degraded (503 with a health document whose status
+// is "degraded", e.g. its store does not answer), which is returned at
+// once, without retries: check Health.Status. Other answers are errors
+// (an *acds.Problem for an HTTP error), retried as every call is.
 func (c *Client) Health(ctx context.Context) (*acds.Health, error) {
 	var h acds.Health
-	if err := c.do(ctx, http.MethodGet, "/v1/health", nil, nil, http.StatusOK, &h); err != nil {
+	if err := c.doAccepting(ctx, http.MethodGet, "/v1/health", nil, nil, &h, http.StatusOK, http.StatusServiceUnavailable); err != nil {
 		return nil, err
+	}
+	if h.Status == "" {
+		return nil, errors.New("client: GET /v1/health: the answer is not a health document")
 	}
 	return &h, nil
 }
@@ -333,7 +341,26 @@ const maxErrorBody = 64 << 10
 
 // do sends one API call with retries on 429/503 and decodes a want
 // response into out (when out is not nil).
+// url is the address of path (which starts with /v1/) under the base URL,
+// with query q.
+func (c *Client) url(path string, q url.Values) string {
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawPath = ""
+	if c.base.RawPath != "" || strings.Contains(path, "%") {
+		u.RawPath = c.base.EscapedPath() + path
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any, want int, out any) error {
+	return c.doAccepting(ctx, method, path, q, body, out, want)
+}
+
+// doAccepting is do for a call whose answer may come with any of the
+// statuses in want (see once).
+func (c *Client) doAccepting(ctx context.Context, method, path string, q url.Values, body any, out any, want ...int) error {
 	var payload []byte
 	if body != nil {
 		var buf bytes.Buffer
@@ -344,15 +371,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		}
 		payload = buf.Bytes()
 	}
-	u := *c.base
-	u.Path = c.base.Path + path
-	u.RawPath = ""
-	if c.base.RawPath != "" || strings.Contains(path, "%") {
-		u.RawPath = c.base.EscapedPath() + path
-	}
-	u.RawQuery = q.Encode()
+	u := c.url(path, q)
 	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, method, u.String(), payload, want, out)
+		err := c.once(ctx, method, u, payload, out, want...)
 		var p *acds.Problem
 		if !errors.As(err, &p) || (p.Status != http.StatusTooManyRequests && p.Status != http.StatusServiceUnavailable) ||
 			c.opt.MaxRetries < 0 || attempt >= c.opt.MaxRetries {
@@ -395,7 +416,7 @@ func (c *Client) backoff(attempt int) time.Duration {
 	return c.opt.MinBackoff + time.Duration(rand.Int64N(span+1))
 }
 
-func (c *Client) once(ctx context.Context, method, u string, payload []byte, want int, out any) error {
+func (c *Client) once(ctx context.Context, method, u string, payload []byte, out any, want ...int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -420,8 +441,16 @@ func (c *Client) once(ctx context.Context, method, u string, payload []byte, wan
 		return fmt.Errorf("client: %s %s: %w", method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != want {
+	if !slices.Contains(want, resp.StatusCode) {
 		return problemFrom(resp)
+	}
+	if resp.StatusCode >= 400 {
+		// An error status the call expects a document with (a degraded
+		// health): only the service's own JSON is that document; a
+		// problem, or a proxy's page, is an error as any other.
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+			return problemFrom(resp)
+		}
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))

@@ -267,3 +267,28 @@ func TestNewRejectsBadURL(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthDegraded: a server that reports itself degraded (503 with its
+// health document) gives that document at once, without retries, so a
+// readiness probe sees the status; a 503 that is not one is retried and
+// ends as an error, as before.
+func TestHealthDegraded(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"degraded","version":"0.1.0","enclave":"sev-snp-sim","uptime":"0h 01m"}`))
+	}))
+	defer ts.Close()
+	c, _ := client.New(ts.URL, &client.Options{MinBackoff: time.Millisecond})
+	start := time.Now()
+	h, err := c.Health(context.Background())
+	if err != nil || h.Status != "degraded" || h.Version != "0.1.0" {
+		t.Fatalf("health = %+v, %v; want the degraded document", h, err)
+	}
+	if calls.Load() != 1 || time.Since(start) > time.Second {
+		t.Fatalf("%d calls in %v; want one, at once", calls.Load(), time.Since(start))
+	}
+}

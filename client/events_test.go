@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,10 +141,11 @@ func TestEventsErrors(t *testing.T) {
 // out of the loop closes the stream.
 func TestEventsContextEnds(t *testing.T) {
 	closed := make(chan struct{})
+	var once sync.Once // the second stream below ends the same way
 	cl, _ := eventsServer(t, func(_ int, w http.ResponseWriter) {
 		sse(w, statusData("processing", 1))
 		<-w.(interface{ CloseNotify() <-chan bool }).CloseNotify()
-		close(closed)
+		once.Do(func() { close(closed) })
 	})
 	for range cl.Events(context.Background(), eventsID) {
 		break
