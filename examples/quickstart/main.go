@@ -100,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, "health: %v", err)
 	}
+	if h.Status != "healthy" {
+		return fail(1, "health: the server reports itself %s", h.Status)
+	}
 	fmt.Fprintf(stdout, "server %s, version %s, enclave %s\n", *serverURL, h.Version, h.Enclave)
 	sess, err := c.Anon(ctx, "")
 	if err != nil {
