@@ -166,7 +166,10 @@ func (p *Problem) Error() string {
 		b.WriteString(p.Detail)
 	}
 	for _, e := range p.Errors {
-		fmt.Fprintf(&b, "; %s: %s", e.Field, e.Message)
+		if fe := e.Field + ": " + e.Message; fe != p.Detail { // a one-field problem's detail is often just that
+			b.WriteString("; ")
+			b.WriteString(fe)
+		}
 	}
 	return b.String()
 }

@@ -102,3 +102,17 @@ func TestRequestErr(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemErrorSaysEachThingOnce: a one-field problem whose detail is
+// its field error is not said twice by Error.
+func TestProblemErrorSaysEachThingOnce(t *testing.T) {
+	p := acds.NewProblem(acds.ProblemInvalidRequest, "query: does not parse")
+	p.Errors = []acds.FieldError{{Field: "query", Message: "does not parse"}}
+	if got := p.Error(); strings.Count(got, "does not parse") != 1 {
+		t.Errorf("Error() = %q", got)
+	}
+	p.Errors = append(p.Errors, acds.FieldError{Field: "data", Message: "required"})
+	if got := p.Error(); !strings.Contains(got, "; data: required") || strings.Count(got, "does not parse") != 1 {
+		t.Errorf("Error() = %q", got)
+	}
+}

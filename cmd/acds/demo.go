@@ -320,8 +320,8 @@ func demo(ctx context.Context, e env, dir string, o demoOptions) (int, error) {
 		return 1, err
 	}
 
-	// 3. Verify both offline: nothing the server says is trusted.
-	prog.step("verifying both attestation bundles offline")
+	// 3. Verify every bundle offline: nothing the server says is trusted.
+	prog.step("verifying the attestation bundles and a disclosure offline")
 	t3 := time.Now()
 	if o.offlinePolicy != nil {
 		o.offlinePolicy(&policy)
