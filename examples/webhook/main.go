@@ -43,7 +43,13 @@ func run(args []string, stderr io.Writer) int {
 	allowSim := fs.Bool("allow-simulated", false, "accept a simulated enclave (development servers)")
 	cert := fs.String("cert", "", "TLS certificate file (callback URLs are https)")
 	key := fs.String("key", "", "TLS key file")
-	if err := fs.Parse(args); err != nil || *base == "" || *measurement == "" || *cert == "" || *key == "" {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0 // -h: the usage was printed
+	} else if err != nil {
+		return 2
+	}
+	if *base == "" || *measurement == "" || *cert == "" || *key == "" {
+		fmt.Fprintln(stderr, "webhook: --acds, --measurement, --cert and --key are required")
 		fs.Usage()
 		return 2
 	}
