@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
+	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/internal/attestedtls"
 	"github.com/acds-project/acds/mpctls/notary"
@@ -139,6 +142,7 @@ type Service struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool // Close has begun: Handler answers 503
 }
 
 // Open opens the store, starts the enclave and the notary (unless an
@@ -324,8 +328,27 @@ func (s *Service) startNotary(o Options, guard portal.Guard, roots *x509.CertPoo
 
 // Handler is the HTTP handler of the v1 API (see server.Server.Handler):
 // it serves paths that start with /v1/ and can be mounted under any prefix
-// with http.StripPrefix.
-func (s *Service) Handler() http.Handler { return s.srv.Handler() }
+// with http.StripPrefix. Once Close has begun it answers every request 503
+// unavailable, "this service is closed", without Retry-After: its store is
+// closed for good, and "retry later" would mislead clients.
+func (s *Service) Handler() http.Handler {
+	h := s.srv.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.closed.Load() {
+			writeClosed(w)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// writeClosed answers a request to a closed Service.
+func writeClosed(w http.ResponseWriter) {
+	b, _ := json.Marshal(acds.NewProblem(acds.ProblemUnavailable, "this service is closed"))
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(b)
+}
 
 // Server is the running server.
 func (s *Service) Server() *server.Server { return s.srv }
@@ -380,12 +403,14 @@ func (s *Service) TLSConfig(issuer *attestation.Issuer, hosts ...string) (*tls.C
 
 // Close drains the server (see server.Server.Close: in-flight requests
 // finish until ctx ends, and are re-claimed after a restart otherwise),
-// then stops the in-process notary and closes the store it opened. Stop
-// serving Handler first: requests accepted after Close fail. Close
+// then stops the in-process notary and closes the store it opened. From
+// its start, Handler answers 503 "this service is closed"; stop serving it
+// first. Close
 // returns ctx.Err() when it had to abandon work; further calls return the
 // first call's result.
 func (s *Service) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.closed.Store(true)
 		var err error
 		if s.srv != nil {
 			err = s.srv.Close(ctx)
