@@ -23,6 +23,9 @@ type Stats struct {
 
 // Stats returns the counts so far.
 func (v *Verifier) Stats() Stats {
+	if !v.made() {
+		return Stats{}
+	}
 	return Stats{Verified: v.cache.verified.Load(), Cached: v.cache.cached.Load()}
 }
 

@@ -129,6 +129,9 @@ const NoteCertificatesExpired = "note: the evidence's certificates were valid at
 // /v1/verify details report them, and NoteCertificatesExpired when it
 // applies.
 func (r *Result) Reasons() []string {
+	if r == nil {
+		return nil
+	}
 	out := make([]string, 0, len(r.Failures)+len(r.Relaxations))
 	for _, f := range r.Failures {
 		out = append(out, f.Error())

@@ -47,6 +47,11 @@ func (e *CertificateError) Unwrap() error { return e.Result.Err() }
 // The evidence goes through the verifier's cache, so later connections to
 // the same enclave cost a parse, two hashes and these checks.
 func (v *Verifier) VerifyCertificate(cert *x509.Certificate) *Result {
+	if !v.made() {
+		r := &Result{}
+		r.fail(CheckProfile, ErrNotMadeByNew)
+		return r
+	}
 	now := v.p.Now()
 	ev := attestation.BootEvidenceFromCertificate(cert)
 	if ev == nil {
@@ -88,6 +93,9 @@ func (v *Verifier) VerifyCertificate(cert *x509.Certificate) *Result {
 // the handshake before any application data is sent. Use it with
 // InsecureSkipVerify: the evidence replaces CA-based verification.
 func (v *Verifier) VerifyConnection(cs tls.ConnectionState) error {
+	if !v.made() {
+		return ErrNotMadeByNew
+	}
 	if len(cs.PeerCertificates) == 0 {
 		r := &Result{VerifiedAt: v.p.Now()}
 		r.fail(CheckEvidence, ErrNoEvidence)

@@ -25,7 +25,8 @@ import (
 // Policy.CacheSize), so verifying many outputs of
 // the same enclave, or connecting to it again over attested TLS, costs
 // little more than their signatures. It is safe for concurrent use; share
-// one to share its cache.
+// one to share its cache. Make it with New: the zero Verifier trusts
+// nothing and its methods say so (ErrNotMadeByNew) instead of verifying.
 type Verifier struct {
 	p            Policy
 	kinds        map[string]attestation.EvidenceVerifier // per profile
@@ -110,7 +111,17 @@ func (v *Verifier) VerifyOutput(bundle, output []byte) (*Result, error) {
 	return v.verify(bundle, output)
 }
 
+// ErrNotMadeByNew is returned (wrapping ErrPolicy) by a Verifier that was
+// not made by New: a zero or nil *Verifier.
+var ErrNotMadeByNew = fmt.Errorf("%w: the Verifier was not made by verify.New", ErrPolicy)
+
+// made reports whether v was made by New.
+func (v *Verifier) made() bool { return v != nil && v.cache != nil }
+
 func (v *Verifier) verify(data, output []byte) (*Result, error) {
+	if !v.made() {
+		return nil, ErrNotMadeByNew
+	}
 	b, err := attestation.ParseBundle(data)
 	if err != nil {
 		return nil, fmt.Errorf("not an attestation bundle: %w", err)
