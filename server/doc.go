@@ -56,8 +56,9 @@
 // 404. Bodies are decoded strictly (unknown fields, wrong types and
 // trailing data are 400 invalid-request naming the field), must be
 // application/json (415), and are limited (413) without being read whole.
-// Each token has a rate limit, and each client address a limit on
-// /v1/auth/* and /v1/verify; both answer 429 with Retry-After. An address
+// Each token has a rate limit, and each client address one limit on
+// /v1/auth/* and another, separate one on /v1/verify (Config.AuthRateLimit,
+// Config.VerifyRateLimit); all answer 429 with Retry-After. An address
 // that presents more than FailedTokenBurst unknown or expired tokens is
 // held to Config.FailedTokenLimit of them per second: past it a token the
 // server has not cached answers 429 without a store lookup, so guessing

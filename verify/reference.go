@@ -11,6 +11,9 @@ import (
 // nil when it allows none. A report of a verification shows them next to
 // the measurement the evidence reported.
 func (v *Verifier) Allowed(profile string) [][]byte {
+	if !v.made() {
+		return nil
+	}
 	var out [][]byte
 	for _, m := range v.measurements[profile] {
 		out = append(out, bytes.Clone(m))
@@ -20,4 +23,9 @@ func (v *Verifier) Allowed(profile string) [][]byte {
 
 // Manifest returns the reference-value manifest of v's policy, or nil when
 // the policy has none. The caller must not modify it.
-func (v *Verifier) Manifest() *manifest.Manifest { return v.p.Manifest }
+func (v *Verifier) Manifest() *manifest.Manifest {
+	if !v.made() {
+		return nil
+	}
+	return v.p.Manifest
+}

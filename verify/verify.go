@@ -190,6 +190,9 @@ func (v *Verifier) verify(data, output []byte) (*Result, error) {
 // (shared with other Results of the same evidence: do not modify it).
 // The error is non-nil only when the bytes are not boot evidence.
 func (v *Verifier) VerifyBoot(boot []byte) (*Result, error) {
+	if !v.made() {
+		return nil, ErrNotMadeByNew
+	}
 	now := v.p.Now()
 	r := &Result{VerifiedAt: now}
 	ok, err := v.checkEvidence(boot, nil, now, now, r)

@@ -28,7 +28,12 @@ func TestZeroVerifier(t *testing.T) {
 		if r := v.VerifyCertificate(&x509.Certificate{}); r.Valid || len(r.Failures) != 1 {
 			t.Errorf("%s VerifyCertificate: %+v", name, r)
 		}
-		_ = v.Stats()
+		if _, err := v.VerifyBoot([]byte("AAAA")); !errors.Is(err, verify.ErrNotMadeByNew) {
+			t.Errorf("%s VerifyBoot: %v", name, err)
+		}
+		if v.Allowed("sev-snp") != nil || v.Manifest() != nil || v.Stats() != (verify.Stats{}) {
+			t.Errorf("%s: a Verifier not made by New allows or holds something", name)
+		}
 	}
 	if (*verify.Result)(nil).Reasons() != nil {
 		t.Error("a nil Result has reasons")
