@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"runtime"
@@ -182,6 +183,16 @@ func (c *Config) withDefaults() (Config, error) {
 	d := *c
 	if d.Store == nil {
 		return d, errors.New("server: config: Store is required")
+	}
+	// Checker is found by a type assertion: a Pipeline written for its
+	// earlier form, Check(ctx, input), would compile and silently lose
+	// its check at acceptance. Say so instead.
+	if _, old := d.Pipeline.(interface {
+		Check(context.Context, []byte) error
+	}); old {
+		if _, ok := d.Pipeline.(Checker); !ok {
+			return d, errors.New("server: config: Pipeline has Check(ctx, input); the Checker interface is Check(ctx, input, format) — the output format asked for")
+		}
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)

@@ -716,3 +716,18 @@ func TestProcessWithoutContentType(t *testing.T) {
 		t.Fatalf("process as text/plain: %d %s", resp.StatusCode, b)
 	}
 }
+
+// oldChecker has the Checker method of before the format was passed.
+type oldChecker struct{ *servertest.Pipeline }
+
+func (oldChecker) Check(context.Context, []byte) error { return nil }
+
+// TestNewRefusesOldChecker: a Pipeline with the earlier Check(ctx, input)
+// is refused by New with a message saying why, instead of silently losing
+// its check at acceptance.
+func TestNewRefusesOldChecker(t *testing.T) {
+	_, err := server.New(server.Config{Store: servertest.NewMemStore(), Pipeline: oldChecker{&servertest.Pipeline{}}, Workers: -1})
+	if err == nil || !strings.Contains(err.Error(), "Check(ctx, input, format)") {
+		t.Fatalf("New = %v", err)
+	}
+}

@@ -87,8 +87,7 @@ func (s *Server) run(worker string, req *store.Request) {
 	// would fetch or compute is no longer wanted.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	s.attempts.add(req.ID, stop)
-	defer s.attempts.remove(req.ID)
+	defer s.attempts.add(req.ID, stop)()
 
 	// Heartbeat until the attempt ends; losing the lease cancels the work.
 	hbDone := make(chan struct{})
@@ -410,33 +409,45 @@ func (s *Server) deleted(req *store.Request) bool {
 }
 
 // runningAttempts are the attempts local workers run, by request id, so
-// that deleting a request stops its attempt.
+// that deleting a request stops its attempt. One request can have two
+// local attempts for a moment (a lease that expired while its heartbeats
+// failed, re-claimed by another local worker): each is kept until it ends.
 type runningAttempts struct {
 	mu sync.Mutex
-	m  map[string]context.CancelCauseFunc
+	m  map[string][]*attemptStop
 }
 
-func (a *runningAttempts) add(id string, stop context.CancelCauseFunc) {
+// attemptStop stops one attempt.
+type attemptStop struct{ stop context.CancelCauseFunc }
+
+// add records an attempt of request id; the function it returns forgets
+// that attempt (and no other).
+func (a *runningAttempts) add(id string, stop context.CancelCauseFunc) (remove func()) {
+	e := &attemptStop{stop}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = make(map[string]context.CancelCauseFunc)
+		a.m = make(map[string][]*attemptStop)
 	}
-	a.m[id] = stop
+	a.m[id] = append(a.m[id], e)
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		rest := slices.DeleteFunc(a.m[id], func(x *attemptStop) bool { return x == e })
+		if len(rest) == 0 {
+			delete(a.m, id)
+		} else {
+			a.m[id] = rest
+		}
+	}
 }
 
-func (a *runningAttempts) remove(id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.m, id)
-}
-
-// stop stops the local attempt of request id, if there is one.
+// stop stops every local attempt of request id.
 func (a *runningAttempts) stop(id string) {
 	a.mu.Lock()
-	stop := a.m[id]
+	es := slices.Clone(a.m[id])
 	a.mu.Unlock()
-	if stop != nil {
-		stop(errDeleted)
+	for _, e := range es {
+		e.stop(errDeleted)
 	}
 }

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -102,5 +104,28 @@ func TestMPCTLSClaims(t *testing.T) {
 	}
 	if c.Source.Kind != acds.SourceMPCTLS || !slices.Equal(c.Source.Sessions, want) {
 		t.Fatalf("claims = %+v, want sessions %+v", c.Source, want)
+	}
+}
+
+// TestRunningAttemptsTwoOfOneRequest: when one request has two local
+// attempts, the first one's end forgets only itself, so a DELETE still
+// stops the second.
+func TestRunningAttemptsTwoOfOneRequest(t *testing.T) {
+	var a runningAttempts
+	ctx1, stop1 := context.WithCancelCause(context.Background())
+	ctx2, stop2 := context.WithCancelCause(context.Background())
+	remove1 := a.add("r", stop1)
+	remove2 := a.add("r", stop2)
+	remove1()
+	a.stop("r")
+	if !errors.Is(context.Cause(ctx2), errDeleted) {
+		t.Fatalf("the second attempt was not stopped: %v", context.Cause(ctx2))
+	}
+	if ctx1.Err() != nil {
+		t.Fatal("the ended first attempt was stopped again")
+	}
+	remove2()
+	if len(a.m) != 0 {
+		t.Fatalf("attempts left: %v", a.m)
 	}
 }
