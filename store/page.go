@@ -3,8 +3,10 @@ package store
 // Pager gathers one page of ListRequests as a backend reads its rows,
 // newest first, and decides where the page ends (Page.Limit and
 // Page.MaxBytes), so that every backend ends pages at the same place. A
-// backend queries Query rows, asks Room before it reads each row's
-// blobs, stops reading when Room says false, and Adds each row it read:
+// backend queries Query rows, asks Room for each row it finds before it
+// scans and decodes it, stops reading when Room says false (that row
+// starts the next page; a backend whose driver would still read the rest
+// of the result should cancel the query), and Adds each row it scanned:
 //
 //	g := store.NewPager(p)
 //	rows := query(..., g.Query())
@@ -43,6 +45,11 @@ func (g *Pager) Add(r Request) {
 	g.bytes += len(r.Input) + len(r.Sealed) + len(r.Result) + len(r.Error)
 	g.full = len(g.rows) >= g.limit || (g.maxBytes > 0 && g.bytes >= g.maxBytes)
 }
+
+// Short reports whether the page ended before Limit, at Page.MaxBytes:
+// then rows the query returned are still to come after the one Room
+// refused.
+func (g *Pager) Short() bool { return g.full && len(g.rows) < g.limit }
 
 // Page returns the page's requests and the cursor of the next page (""
 // when there is none).

@@ -351,6 +351,11 @@ func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page
 		return nil, "", err
 	}
 	g := store.NewPager(pg)
+	// A page that ends short of the limit (Page.MaxBytes) stops the query:
+	// closing the rows would otherwise read every row still coming, blobs
+	// and all. (A full page has read all but the one extra row.)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var rows pgx.Rows
 	var err error
 	if pg.Cursor == "" {
@@ -369,7 +374,14 @@ func (p *Postgres) ListRequests(ctx context.Context, owner string, pg store.Page
 		return nil, "", p.err("list requests", err)
 	}
 	defer rows.Close()
-	for rows.Next() && g.Room() {
+	for rows.Next() {
+		if !g.Room() {
+			if g.Short() {
+				stop() // pgx closes this connection; the pool opens another
+			}
+			items, next := g.Page()
+			return items, next, nil
+		}
 		r, err := scanPgRequest(rows)
 		if err != nil {
 			return nil, "", p.err("list requests", err)
