@@ -234,13 +234,24 @@ func (c *Client) Verify(ctx context.Context, r acds.VerifyRequest) (*acds.Verify
 // (an *acds.Problem for an HTTP error), retried as every call is.
 func (c *Client) Health(ctx context.Context) (*acds.Health, error) {
 	var h acds.Health
-	if err := c.doAccepting(ctx, http.MethodGet, "/v1/health", nil, nil, &h, http.StatusOK, http.StatusServiceUnavailable); err != nil {
+	if err := c.doAccepting(ctx, http.MethodGet, "/v1/health", nil, nil, &healthDoc{&h}, http.StatusOK, http.StatusServiceUnavailable); err != nil {
 		return nil, err
 	}
-	if h.Status == "" {
-		return nil, errors.New("client: GET /v1/health: the answer is not a health document")
-	}
 	return &h, nil
+}
+
+// healthDoc decodes a health document into h, refusing JSON without a
+// status (a proxy's error page, a problem served as application/json).
+type healthDoc struct{ h *acds.Health }
+
+func (d *healthDoc) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, d.h); err != nil {
+		return err
+	}
+	if d.h.Status == "" {
+		return errors.New("not a health document")
+	}
+	return nil
 }
 
 // OpenAPI returns the server's OpenAPI 3.0.3 document (GET /v1/openapi.json).
@@ -446,11 +457,14 @@ func (c *Client) once(ctx context.Context, method, u string, payload []byte, out
 	}
 	if resp.StatusCode >= 400 {
 		// An error status the call expects a document with (a degraded
-		// health): only the service's own JSON is that document; a
-		// problem, or a proxy's page, is an error as any other.
-		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-			return problemFrom(resp)
+		// health): only the service's own JSON that decodes as that
+		// document is one; a problem, or a proxy's page, is an error as
+		// any other (and retried as one).
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" || out == nil || json.Unmarshal(b, out) != nil {
+			return problemOf(resp, b)
 		}
+		return nil
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
@@ -467,6 +481,11 @@ func (c *Client) once(ctx context.Context, method, u string, payload []byte, out
 // code matching the status and a capped excerpt as detail.
 func problemFrom(resp *http.Response) *acds.Problem {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return problemOf(resp, b)
+}
+
+// problemOf is problemFrom for a body already read.
+func problemOf(resp *http.Response, b []byte) *acds.Problem {
 	var p acds.Problem
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "application/problem+json" || mt == "application/json" {

@@ -292,3 +292,25 @@ func TestHealthDegraded(t *testing.T) {
 		t.Fatalf("%d calls in %v; want one, at once", calls.Load(), time.Since(start))
 	}
 }
+
+// TestHealthJSON503NotHealth: a 503 whose JSON is not a health document
+// (a load balancer's page) is an unavailable problem, retried as before.
+func TestHealthJSON503NotHealth(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error":"no healthy upstream","status":503}`))
+	}))
+	defer ts.Close()
+	c, _ := client.New(ts.URL, &client.Options{MaxRetries: 2, MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+	_, err := c.Health(context.Background())
+	var p *acds.Problem
+	if !errors.As(err, &p) || p.Code() != acds.ProblemUnavailable {
+		t.Fatalf("err = %v", err)
+	}
+	if calls.Load() != 3 {
+		t.Fatalf("%d calls, want 1 + 2 retries", calls.Load())
+	}
+}
