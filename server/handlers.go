@@ -285,19 +285,17 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The input is checked for the format asked (an IPS needs a Patient).
-	var checkErr error
 	if c, ok := s.cfg.Pipeline.(Checker); ok {
-		checkErr = c.Check(r.Context(), req.Data, req.OutputFormat)
-	}
-	if checkErr != nil {
-		var inv *fhir.InvalidError
-		if errors.As(checkErr, &inv) {
-			writeProblem(w, invalidFHIRProblem(inv))
+		if err := c.Check(r.Context(), req.Data, req.OutputFormat); err != nil {
+			var inv *fhir.InvalidError
+			if errors.As(err, &inv) {
+				writeProblem(w, invalidFHIRProblem(inv))
+				return
+			}
+			s.log.Error("fhir check failed", "err", err)
+			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
 			return
 		}
-		s.log.Error("fhir check failed", "err", checkErr)
-		writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
-		return
 	}
 	if p := s.checkCallback(req.CallbackURL); p != nil { // webhooks.go
 		writeProblem(w, p)
