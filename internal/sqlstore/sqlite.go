@@ -44,7 +44,10 @@ import (
 // one. Every caller still returns only after the commit that holds its
 // write has been synced: a nil error from a write means its row is in the
 // fsynced WAL. Under concurrency this amortises the fsync over many writes;
-// a lone write pays one fsync. The writer's statements are prepared once.
+// a lone write pays one fsync. Once writes have come together, the writer
+// also waits a little (at most groupDelay) for writes about to arrive
+// before it runs a batch (see groupDelay). The writer's statements are
+// prepared once.
 //
 // Checkpoints (copying the WAL back into the database file) run in the
 // background on a connection of their own, not inside a request's commit.
@@ -90,8 +93,11 @@ type SQLite struct {
 	closed atomic.Bool
 	// commits counts committed write transactions (for the checkpointer).
 	commits atomic.Uint64
-	once    sync.Once
-	cerr    error
+	// lingers counts the batches the writer waited for (gather), and
+	// batched the writes committed; for tests.
+	lingers, batched atomic.Uint64
+	once             sync.Once
+	cerr             error
 	// ckmu is held by the checkpointer while it works and by a deletion
 	// run again on a full disk (recoverFreeing), which must truncate the
 	// log without a background checkpoint in the way.
@@ -459,6 +465,9 @@ func (s *SQLite) checkpointNow(ctx context.Context) {
 func (s *SQLite) writer() {
 	defer close(s.done)
 	batch := make([]*writeJob, 0, maxGroupCommit)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	var together time.Time // when a batch last held more than one write
 	for {
 		select {
 		case <-s.quit:
@@ -466,8 +475,54 @@ func (s *SQLite) writer() {
 		case j := <-s.jobs:
 			batch = append(batch[:0], j)
 		}
-		batch = s.commit(s.drain(batch))
+		if time.Since(together) < groupBusy {
+			batch = s.gather(batch, linger)
+		}
+		if batch = s.commit(s.drain(batch)); len(batch) > 1 {
+			together = time.Now()
+		}
 	}
+}
+
+// groupDelay, groupQuiet and groupBusy shape group commit under
+// concurrency. For groupBusy after a batch held more than one write, the
+// writer does not run a batch as soon as its first write arrives: it waits
+// for more, until none has arrived for groupQuiet or groupDelay has passed
+// since the first. Handlers that write at about the same time then share
+// one COMMIT and its fsync even when each arrives just after the last
+// commit ended (their goroutines busy validating in between), instead of
+// each paying its own: at 32 concurrent POST /v1/process of 20 KB
+// bundles, batches went from 1.4 writes to about 9, and the server's CPU
+// per request fell by about a sixth (scripts/accept-bench.sh). A lone
+// writer, or writes one after the other, never wait: their batches hold
+// one write (but for groupBusy after writes came together, when each waits
+// groupQuiet at most).
+const (
+	groupDelay = 2 * time.Millisecond
+	groupQuiet = 500 * time.Microsecond
+	groupBusy  = 100 * time.Millisecond
+)
+
+// gather adds to batch the jobs that arrive before a pause of groupQuiet,
+// for at most groupDelay, up to maxGroupCommit; it stops early when the
+// store is closing. t is the writer's timer, stopped.
+func (s *SQLite) gather(batch []*writeJob, t *time.Timer) []*writeJob {
+	s.lingers.Add(1)
+	deadline := time.Now().Add(groupDelay)
+	t.Reset(groupQuiet)
+	defer t.Stop()
+	for len(batch) < maxGroupCommit {
+		select {
+		case j := <-s.jobs:
+			batch = append(batch, j)
+			t.Reset(min(groupQuiet, time.Until(deadline)))
+		case <-t.C:
+			return batch
+		case <-s.quit:
+			return batch
+		}
+	}
+	return batch
 }
 
 // drain adds the jobs already waiting to batch, up to maxGroupCommit,
@@ -575,6 +630,7 @@ func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 		return abort(fmt.Errorf("store: commit: %w", err))
 	}
 	s.commits.Add(1)
+	s.batched.Add(uint64(len(batch)))
 	finish()
 	return batch
 }
