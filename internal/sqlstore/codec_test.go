@@ -7,6 +7,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/klauspost/compress/s2"
+
 	"github.com/acds-project/acds/store"
 )
 
@@ -22,20 +24,34 @@ func TestCodecRoundTrip(t *testing.T) {
 	}{
 		{"small", []byte(`{"a":1}`), codecRaw},
 		{"empty", nil, codecRaw},
-		{"json", json, codecDeflate},
+		{"json", json, codecS2},
 		{"random", random, codecRaw},
 	} {
 		enc, codec := c.compress(tc.in)
 		if codec != tc.codec {
 			t.Errorf("%s: codec %d, want %d", tc.name, codec, tc.codec)
 		}
-		if codec == codecDeflate && len(enc) >= len(tc.in)/4 {
+		if codec == codecS2 && len(enc) >= len(tc.in)/4 {
 			t.Errorf("%s: %d bytes compressed to %d", tc.name, len(tc.in), len(enc))
 		}
 		dec, err := c.decompress(enc, codec)
 		if err != nil || !bytes.Equal(dec, tc.in) {
 			t.Errorf("%s: round trip failed: %v", tc.name, err)
 		}
+	}
+}
+
+// Values written before schema version 7 are raw DEFLATE, and still read.
+func TestCodecReadsDeflate(t *testing.T) {
+	var c codecs
+	in := bytes.Repeat([]byte(`{"resourceType":"Observation","status":"final"},`), 400)
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	_, _ = w.Write(in)
+	_ = w.Close()
+	out, err := c.decompress(buf.Bytes(), codecDeflate)
+	if err != nil || !bytes.Equal(out, in) {
+		t.Fatalf("DEFLATE value: %v", err)
 	}
 }
 
@@ -58,6 +74,19 @@ func TestCodecRejects(t *testing.T) {
 	if _, err := c.decompress(buf.Bytes(), codecDeflate); !errors.Is(err, store.ErrCorrupt) {
 		t.Errorf("bomb of %d bytes: %v", buf.Len(), err)
 	}
+	if _, err := c.decompress([]byte("not s2 at all"), codecS2); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("garbage as S2: %v", err)
+	}
+	// An S2 block that declares more than the limit is refused before
+	// anything is allocated for it, and one that is cut short is corrupt.
+	big := s2.Encode(nil, make([]byte, c.limit+1))
+	if _, err := c.decompress(big, codecS2); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("S2 bomb of %d bytes: %v", len(big), err)
+	}
+	small := s2.Encode(nil, bytes.Repeat([]byte("abcdefgh"), 1000))
+	if _, err := c.decompress(small[:len(small)-3], codecS2); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("S2 cut short: %v", err)
+	}
 }
 
 // FuzzDecompress: stored values are read back through the decoder, so a
@@ -66,10 +95,16 @@ func TestCodecRejects(t *testing.T) {
 func FuzzDecompress(f *testing.F) {
 	var c codecs
 	enc, _ := c.compress(bytes.Repeat([]byte(`{"resourceType":"Bundle"},`), 100))
-	f.Add(enc, codecDeflate)
+	f.Add(enc, codecS2)
+	var dbuf bytes.Buffer
+	dw, _ := flate.NewWriter(&dbuf, flate.BestSpeed)
+	_, _ = dw.Write(bytes.Repeat([]byte(`{"resourceType":"Bundle"},`), 100))
+	_ = dw.Close()
+	f.Add(dbuf.Bytes(), codecDeflate)
 	f.Add([]byte{0x01, 0x00, 0x00, 0xff, 0xff}, codecDeflate) // stored empty block
 	f.Add([]byte("plain"), codecRaw)
-	f.Add([]byte{}, 2)
+	f.Add([]byte{}, codecS2)
+	f.Add([]byte{0xff, 0xff, 0xff, 0x1f}, codecS2) // declares 64 MiB, holds nothing
 	f.Fuzz(func(t *testing.T, b []byte, codec int) {
 		out, err := c.decompress(b, codec)
 		if err != nil {

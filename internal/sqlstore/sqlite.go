@@ -52,11 +52,12 @@ import (
 // Checkpoints (copying the WAL back into the database file) run in the
 // background on a connection of their own, not inside a request's commit.
 //
-// Request inputs and results of 512 bytes or more are stored DEFLATE-
-// compressed when that saves at least an eighth (FHIR JSON shrinks several
-// times), compressed by the calling goroutine so that the writer copies and
-// syncs fewer bytes. Reads decompress with a size limit; a damaged value
-// reads as ErrCorrupt.
+// Request inputs and results of 512 bytes or more are stored S2-compressed
+// when that saves at least an eighth (FHIR JSON shrinks several times),
+// compressed by the calling goroutine so that the writer copies and syncs
+// fewer bytes; values written before schema version 7 are DEFLATE, and
+// still read. Reads decompress with a size limit; a damaged value reads as
+// ErrCorrupt.
 //
 // Reads use a separate pool of read-only connections and run concurrently
 // with writes (WAL readers see the last committed state).
