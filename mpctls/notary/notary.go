@@ -247,7 +247,11 @@ func (n *Notary) newID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// reserve adds s to the table unless the notary is full or closed.
+// reserve adds s to the table unless the notary is full or closed. On
+// success it also counts the caller in n.wg, under the lock Close takes to
+// mark the notary closed, so that Close waits for every CONNECT it did not
+// refuse: the caller owes one n.wg.Done, when neither it nor the tunnel it
+// may start runs any more.
 func (n *Notary) reserve(s *session) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -258,6 +262,7 @@ func (n *Notary) reserve(s *session) error {
 		return ErrCapacity
 	}
 	n.sessions[s.id] = s
+	n.wg.Add(1)
 	return nil
 }
 
@@ -358,6 +363,14 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// Counted in n.wg by reserve: done here, unless the tunnel's
+	// goroutine takes the count over.
+	handed := false
+	defer func() {
+		if !handed {
+			n.wg.Done()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	host, addrs, err := n.resolve(ctx, r.Host)
@@ -392,7 +405,9 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusInternalServerError, ProblemInternal, "cannot hijack", "")
 		return
 	}
+	s.mu.Lock()
 	s.host, s.addr, s.start, s.opened = host, addr, n.cfg.Now(), time.Now()
+	s.mu.Unlock()
 	var clientR io.Reader = conn
 	if brw.Reader.Buffered() > 0 {
 		clientR = brw.Reader
@@ -405,7 +420,7 @@ func (n *Notary) handleConnect(w http.ResponseWriter, r *http.Request) {
 		n.release(s)
 		return
 	}
-	n.wg.Add(1)
+	handed = true
 	go func() {
 		defer n.wg.Done()
 		s.run(conn, clientR, upstream)

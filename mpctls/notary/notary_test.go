@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -465,5 +466,74 @@ func TestUnresolvedTarget(t *testing.T) {
 		if !strings.Contains(p.Detail, `"gone.test"`) || !strings.Contains(p.Detail, tc.kind) || strings.Contains(p.Detail, "10.") || strings.Contains(p.Detail, "lookup gone") {
 			t.Errorf("%v: detail %q", tc.err, p.Detail)
 		}
+	}
+}
+
+// TestCloseWaitsForConnectInFlight: Close does not return while a CONNECT
+// it did not refuse is still being handled (here its dial, which ignores
+// the request's end, completes only later), and that CONNECT then opens
+// no tunnel: the target's connection is closed, nothing is left spooled.
+// Close used to return at once, and the late handler started a tunnel and
+// a spool on a closed notary (found by the race detector: the handler's
+// WaitGroup.Add raced Close's Wait).
+func TestCloseWaitsForConnectInFlight(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	dialing, proceed := make(chan struct{}), make(chan struct{})
+	spool := t.TempDir()
+	n := notarytest.StartNotary(t, notary.Config{
+		SpoolDir: spool,
+		Dial: func(_ context.Context, network, addr string) (net.Conn, error) {
+			close(dialing)
+			<-proceed
+			return net.Dial(network, addr)
+		},
+	})
+	c, err := net.Dial("tcp", n.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "CONNECT late.test:%s HTTP/1.1\r\nHost: late.test:%[1]s\r\n\r\n", portOf(l.Addr()))
+	<-dialing
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case err := <-closed:
+		close(proceed)
+		t.Fatalf("Close returned (%v) while a CONNECT was in flight", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(proceed)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return after the CONNECT ended")
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect}); err == nil && resp.StatusCode == http.StatusOK {
+		t.Fatal("a tunnel was opened by a closed notary")
+	}
+	select {
+	case up := <-accepted:
+		up.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := up.Read(make([]byte, 1)); err == nil {
+			t.Fatal("the target's connection was not closed")
+		}
+		up.Close()
+	case <-time.After(time.Second):
+		// The dial failed: nothing reached the target.
+	}
+	if ents, err := os.ReadDir(spool); err != nil || len(ents) != 0 {
+		t.Fatalf("spool after Close: %d entries, %v", len(ents), err)
 	}
 }

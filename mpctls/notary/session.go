@@ -129,7 +129,15 @@ func (s *session) run(client net.Conn, clientR io.Reader, server net.Conn) {
 	defer close(s.done)
 	s.mu.Lock()
 	s.conns = []net.Conn{client, server}
+	aborted := s.err != nil
 	s.mu.Unlock()
+	if aborted {
+		// Aborted (the notary closing) before the connections were
+		// known to abort, which therefore could not cut them.
+		client.Close()
+		server.Close()
+		return
+	}
 	f, err := os.CreateTemp(s.n.cfg.SpoolDir, "acds-notary-spool-*")
 	if err != nil {
 		client.Close()
