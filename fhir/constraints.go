@@ -76,6 +76,28 @@ type rule struct {
 	// resolves: the expression calls resolve(), which needs the
 	// Bundle's index.
 	resolves bool
+	// trueWithout holds, for the types of the elements the rule is
+	// placed on (its own type, or each type of a choice element), the
+	// test that reports that the rule is met by, or cannot be evaluated
+	// on, the element or resource it is given, from the expression and
+	// the children absent from it (fhirpath.Expression.TrueWithout): a
+	// check for errors only need not evaluate the rule there. Nil when
+	// the expression gives no such test.
+	trueWithout map[*spec.Type]func(x any) bool
+}
+
+// addTrueWithout records r's test of elements of type t, if its
+// expression gives one.
+func (r *rule) addTrueWithout(t *spec.Type) {
+	if r.x == nil || t == nil {
+		return
+	}
+	if tw := r.x.TrueWithout(t); tw != nil {
+		if r.trueWithout == nil {
+			r.trueWithout = map[*spec.Type]func(x any) bool{}
+		}
+		r.trueWithout[t] = tw
+	}
 }
 
 // ruleSet is every rule, by where it is declared: slices indexed by
@@ -110,6 +132,7 @@ func loadRules() *ruleSet {
 			r.x, r.err = fhirpath.Parse(expr)
 			r.resolves = strings.Contains(expr, "resolve(")
 			if t := spec.Lookup(c.Path); t != nil {
+				r.addTrueWithout(t)
 				rs.byType[t.Index()] = append(rs.byType[t.Index()], r)
 				continue
 			}
@@ -117,6 +140,11 @@ func loadRules() *ruleSet {
 			if t := spec.Lookup(parent); t != nil {
 				for j := range t.Elements {
 					if e := &t.Elements[j]; e.Path == c.Path {
+						if e.Type != "Resource" {
+							// The walk gives the node the element's
+							// type (specWalk); a resource, its own.
+							r.addTrueWithout(e.TypeDef())
+						}
 						rs.byElem[e.Index()] = append(rs.byElem[e.Index()], r)
 					}
 				}
@@ -154,15 +182,7 @@ func (v *validator) constraints(stack []specFrame) {
 	if len(onType) == 0 && len(onElem) == 0 {
 		return
 	}
-	var node *fhirpath.Node
-	if r, ok := f.Node.(r4.Resource); ok {
-		node = fhirpath.NodeOf(r)
-	} else if f.Type != nil {
-		node = fhirpath.NodeOfType(f.Node, f.Type)
-	} else {
-		return
-	}
-	in := fhirpath.Collection{node}
+	var in fhirpath.Collection // made for the first rule evaluated
 	for _, set := range [2][]*rule{onType, onElem} {
 		for _, r := range set {
 			if r.c.Type != "" && (f.Type == nil || f.Type.Name != r.c.Type) {
@@ -170,6 +190,20 @@ func (v *validator) constraints(stack []specFrame) {
 			}
 			if v.errorsOnly && (!r.c.Error || r.c.BestPractice) {
 				continue // it can only warn
+			}
+			if tw := r.trueWithout[f.Type]; v.errorsOnly && tw != nil && tw(f.Node) {
+				// Met, or a warning at most, whatever the node's other
+				// content: see decodeAndCheck.
+				continue
+			}
+			if in == nil {
+				if res, ok := f.Node.(r4.Resource); ok {
+					in = fhirpath.Collection{fhirpath.NodeOf(res)}
+				} else if f.Type != nil {
+					in = fhirpath.Collection{fhirpath.NodeOfType(f.Node, f.Type)}
+				} else {
+					return
+				}
 			}
 			v.evalRule(r, in, stack)
 		}

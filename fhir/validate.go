@@ -76,9 +76,18 @@ func decodeAndValidate(data []byte, maxBytes int) (*OperationOutcome, r4.Resourc
 
 // decodeAndCheck is decodeAndValidate looking for errors only: warnings
 // are counted but not written, and the constraints that can only warn
-// (best practice, warning severity) are not evaluated. A caller that
-// needs only the verdict (Check) uses it, and validates again in full for
-// the outcome when it finds errors.
+// (best practice, warning severity) are not evaluated, nor those that
+// fhirpath.Expression.TrueWithout shows met by an element from the
+// children it lacks (obs-7 on an Observation without components). A
+// caller that needs only the verdict (Check) uses it, and validates again
+// in full for the outcome when it finds errors.
+//
+// Every error full validation finds, this finds too, so the verdict of
+// such a caller is full validation's: the two check the same rules in the
+// same order, except the evaluations this leaves out, which cannot fail
+// a rule; those only leave more of the constraints' step budget to the
+// evaluations after them, which therefore end as in full validation or,
+// where full validation ran out of budget, complete.
 func decodeAndCheck(data []byte, maxBytes int) (*OperationOutcome, r4.Resource, bool) {
 	return decodeAndValidateWith(data, maxBytes, ValidateOptions{}, true)
 }
