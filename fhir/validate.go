@@ -103,7 +103,9 @@ func decodeAndValidateWith(data []byte, maxBytes int, opts ValidateOptions, erro
 		v.add(SeverityFatal, "too-costly", "", "input is %d bytes, above the limit of %d", len(data), maxBytes)
 		return &OperationOutcome{Issues: v.issues}, nil, false
 	}
-	r, errs := r4.Options{MaxBytes: maxBytes}.Decode(data)
+	// A check for errors only drops the model and its outcome (Check keeps
+	// neither), so its strings may borrow the input's bytes.
+	r, errs := r4.Options{MaxBytes: maxBytes, Borrow: errorsOnly}.Decode(data)
 	for i, de := range errs {
 		v.decodeError(de, r == nil && i == len(errs)-1)
 		v.markDamaged(de.Path)

@@ -19,6 +19,10 @@ type decoder struct {
 	// len(arena) are never written again.
 	arena     []byte
 	chunkSize int
+	arenaFree int // room left in the arena's current chunk (counted also when borrowing)
+	// borrow: strings that are a part of the input are views of data
+	// (Options.Borrow).
+	borrow bool
 	// model counts the bytes of Go memory decoding has allocated so far:
 	// structs, string blocks and every backing array a slice of the model
 	// has had, at its full capacity (see grow); maxModel caps it, so that
@@ -311,7 +315,7 @@ func (d *decoder) str() (string, error) {
 		switch {
 		case c == '"':
 			d.pos = i + 1
-			s := d.intern(data[start:i])
+			s := d.view(data[start:i])
 			if d.model > d.maxModel {
 				return "", d.limitError()
 			}
@@ -542,22 +546,46 @@ func (d *decoder) number() (text string, integer bool, err error) {
 		}
 	}
 	d.pos = i
-	return d.intern(data[start:i]), integer, nil
+	return d.view(data[start:i]), integer, nil
 }
 
-// intern returns b as a string stored in the arena.
-func (d *decoder) intern(b []byte) string {
+// intern returns b, which decoding reused memory may hold (scratch), as
+// a string of its own, stored in the arena.
+func (d *decoder) intern(b []byte) string { return d.keep(b, false) }
+
+// view returns b, a part of the input, as a string: stored in the arena,
+// or the input's own bytes when the decoder borrows (Options.Borrow).
+func (d *decoder) view(b []byte) string { return d.keep(b, d.borrow) }
+
+// keep returns b as a string, b's own bytes when alias is set, and charges
+// it to the model as the arena would hold it, whether or not it does: a
+// borrowing decoder counts as much memory, and so stops at the same input
+// as one that copies.
+func (d *decoder) keep(b []byte, alias bool) string {
 	n := len(b)
 	switch {
 	case n == 0:
 		return ""
 	case n > d.chunkSize/4:
 		d.model += n
+		if alias {
+			return unsafe.String(&b[0], n)
+		}
 		return string(b)
 	}
-	if cap(d.arena)-len(d.arena) < n {
+	if d.arenaFree < n {
 		d.model += d.chunkSize
-		d.arena = make([]byte, 0, d.chunkSize)
+		d.arenaFree = d.chunkSize
+		if !d.borrow {
+			d.arena = make([]byte, 0, d.chunkSize)
+		}
+	}
+	d.arenaFree -= n
+	switch {
+	case alias:
+		return unsafe.String(&b[0], n)
+	case d.borrow:
+		return string(b) // no arena when borrowing: decoded escapes are rare
 	}
 	start := len(d.arena)
 	d.arena = append(d.arena, b...)

@@ -75,6 +75,13 @@ type Options struct {
 	// to expand costs about this much memory and proportionate time at
 	// most. Zero means DefaultModelFactor times the input size plus 1 MiB.
 	MaxModelBytes int
+	// Borrow makes the strings of the decoded model share the input's
+	// memory where they are a part of it, instead of being copied: data
+	// must then not change while the model is in use, and the model keeps
+	// all of data alive. For a model that is inspected and dropped (a
+	// check that only needs the verdict); decoding stops at the same
+	// inputs either way (MaxModelBytes counts the copies not made).
+	Borrow bool
 	// MaxErrors is the most errors Decode records. Zero means
 	// DefaultMaxErrors (1000). Past it, Decode records one more
 	// *DecodeError of class ErrLimit saying so and stops. Unmarshal does not
@@ -197,7 +204,7 @@ func (o Options) newDecoder(data []byte) (*decoder, error) {
 	if maxModel <= 0 {
 		maxModel = DefaultModelFactor*len(data) + 1<<20
 	}
-	d := &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth, maxModel: maxModel}
+	d := &decoder{data: data, chunkSize: min(max(len(data)/4, 512), 64<<10), maxDepth: maxDepth, maxModel: maxModel, borrow: o.Borrow}
 	if len(data) >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF {
 		// A UTF-8 byte order mark, which editors on some systems write and
 		// RFC 8259 lets a parser ignore.
