@@ -326,7 +326,21 @@ func invalidFHIRProblem(e *fhir.InvalidError) *acds.Problem {
 
 // accept stores a new request durably under a fresh id, then answers 202.
 func (s *Server) accept(w http.ResponseWriter, r *http.Request, kind string, input, sealed []byte, message, callback string) {
-	s.acceptWithID(w, r, uuid.NewString(), kind, input, sealed, message, callback)
+	s.acceptWithID(w, r, newRequestID(), kind, input, sealed, message, callback)
+}
+
+// newRequestID returns a new request id: a UUID of version 7, whose first
+// 48 bits are the time in milliseconds and whose other 74 free bits are
+// random. Ids made one after the other sort together, so each new request
+// extends the store's indexes of ids at their end instead of landing on a
+// random page of them: a batch of accepted requests writes fewer pages to
+// the log (about a fifth less of the durable insert's CPU, measured with
+// internal/loadtest/cmd/jsonfloor --durable), and a large table keeps its
+// recent ids together in cache. The time it shows is the request's
+// createdAt, which its owner sees anyway; ids are looked up under their
+// owner, never by the id alone.
+func newRequestID() string {
+	return uuid.Must(uuid.NewV7()).String()
 }
 
 func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
@@ -388,7 +402,7 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The credentials are sealed bound to the request id.
-	id := uuid.NewString()
+	id := newRequestID()
 	creds := sealCredentials(freq.Credentials)
 	sealed, err := s.cfg.Enclave.Seal(creds, []byte(id))
 	clear(creds)

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
 	"github.com/acds-project/acds/portal"
@@ -729,5 +731,28 @@ func TestNewRefusesOldChecker(t *testing.T) {
 	_, err := server.New(server.Config{Store: servertest.NewMemStore(), Pipeline: oldChecker{&servertest.Pipeline{}}, Workers: -1})
 	if err == nil || !strings.Contains(err.Error(), "Check(ctx, input, format)") {
 		t.Fatalf("New = %v", err)
+	}
+}
+
+// TestRequestIDsAreTimeOrdered: request ids are UUIDs of version 7, so
+// that ids made one after the other sort together (newRequestID, which
+// fetch-and-attest uses too).
+func TestRequestIDsAreTimeOrdered(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.anon()
+	var last uuid.UUID
+	for i := range 3 {
+		resp, b := h.do("POST", "/v1/process", s.Token, processBody(acds.OutputFHIRR4))
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("process: %d %s", resp.StatusCode, b)
+		}
+		id, err := uuid.Parse(decode[acds.Accepted](t, b).RequestID)
+		if err != nil || id.Version() != 7 {
+			t.Fatalf("request id %v (version %d): want a UUID of version 7", id, id.Version())
+		}
+		if i > 0 && id.String() <= last.String() {
+			t.Fatalf("request id %s made after %s sorts before it", id, last)
+		}
+		last = id
 	}
 }

@@ -91,7 +91,7 @@ type Session struct {
 
 // Request is one accepted request and its lifecycle state.
 type Request struct {
-	ID     string // UUIDv4
+	ID     string // a UUID (the server makes version 7, time-ordered)
 	Owner  string // pseudonym of the session that created it
 	Kind   string // acds.KindProcess or acds.KindFetchAndAttest
 	Status string // acds.StatusProcessing, acds.StatusCompleted or acds.StatusFailed

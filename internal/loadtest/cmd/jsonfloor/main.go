@@ -84,7 +84,7 @@ func main() {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
-		id := uuid.NewString()
+		id := uuid.Must(uuid.NewV7()).String() // as acds serve makes them
 		if st != nil {
 			now := time.Now()
 			if err := st.CreateRequest(r.Context(), store.Request{ID: id, Owner: "floor", Kind: acds.KindProcess, Input: b, CreatedAt: now, UpdatedAt: now}); err != nil {
