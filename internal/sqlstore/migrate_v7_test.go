@@ -3,24 +3,23 @@ package sqlstore
 import (
 	"bytes"
 	"compress/flate"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/acds-project/acds/internal/disktest"
 	"github.com/acds-project/acds/store"
 )
 
-// A database at schema version 6, with DEFLATE values and a pending
-// webhook, moves to version 7 (the requests table rebuilt for codec 2)
-// with nothing lost: every value reads back as it was, the webhook is
-// still there and still goes with its request, the database is sound,
-// and new values are stored S2-compressed.
-func TestMigrationV7KeepsData(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "acds.db")
+// openV6 creates a database at path at schema version 6, as a build of
+// that version would have left it, and returns it open.
+func openV6(t *testing.T, path string) *sql.DB {
+	t.Helper()
 	ms, err := migrations("sqlite")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +33,7 @@ func TestMigrationV7KeepsData(t *testing.T) {
 	}
 	exec := func(q string, args ...any) {
 		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+		if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -43,8 +42,26 @@ func TestMigrationV7KeepsData(t *testing.T) {
 		exec(m.sql)
 		exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", m.version, m.name)
 	}
+	return db
+}
+
+// A database at schema version 6, with DEFLATE values and a pending
+// webhook, moves to version 7 (the requests table rebuilt for codec 2)
+// with nothing lost: every value reads back as it was, the webhook is
+// still there and still goes with its request, the database is sound,
+// and new values are stored S2-compressed.
+func TestMigrationV7KeepsData(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "acds.db")
 	input := bytes.Repeat([]byte(`{"resourceType":"Observation","status":"final"},`), 300)
 	result := bytes.Repeat([]byte(`{"output":"x"},`), 500)
+	db := openV6(t, path)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	deflate := func(b []byte) []byte {
 		var buf bytes.Buffer
 		w, _ := flate.NewWriter(&buf, flate.BestSpeed)
@@ -128,4 +145,70 @@ func TestMigrationV7KeepsData(t *testing.T) {
 	if v := query("SELECT count(*) FROM webhooks"); v != "0" {
 		t.Fatalf("%s webhooks left after their request was deleted", v)
 	}
+}
+
+// On a disk without room for the rebuild, migration 7 fails and changes
+// nothing: the database stays at version 6 with every request, and once
+// there is room the next open migrates it (docs/deploy.md, Upgrading).
+func TestMigrationV7FullDiskChangesNothing(t *testing.T) {
+	dir := disktest.Small(t, 16<<20)
+	path := filepath.Join(dir, "acds.db")
+	db := openV6(t, path)
+	const n = 120
+	in := make([]byte, 32<<10)
+	for i := range n {
+		_, _ = rand.Read(in) // incompressible: the rebuild must copy it all
+		now := time.Now().UnixMicro()
+		if _, err := db.ExecContext(t.Context(), `INSERT INTO requests (id, owner, kind, status, input, created_at, updated_at)
+			VALUES (?, 'anon_v6', 'process', 'processing', ?, ?, ?)`, fmt.Sprintf("r%03d", i), in, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(t.Context(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	filler := disktest.Fill(t, dir, "filler")
+	// Give back less room than the rebuild's log needs (about 4 MiB).
+	if err := os.Truncate(filler, max(fileSize(filler)-1<<20, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenSQLite(t.Context(), path); err == nil {
+		s.Close()
+		t.Fatal("migration 7 went through on a disk without room for it")
+	} else {
+		t.Logf("on a full disk: %v", err)
+	}
+	check := func(wantVersion int) {
+		t.Helper()
+		db, err := sql.Open("sqlite", path+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var v, count int
+		if err := db.QueryRow("SELECT max(version) FROM schema_migrations").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow("SELECT count(*) FROM requests WHERE length(input) = ?", len(in)).Scan(&count); err != nil {
+			t.Fatal(err)
+		}
+		if v != wantVersion || count != n {
+			t.Fatalf("schema version %d with %d requests, want %d with %d", v, count, wantVersion, n)
+		}
+	}
+	check(6)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenSQLite(t.Context(), path)
+	if err != nil {
+		t.Fatalf("with room again: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(SchemaVersion())
 }
