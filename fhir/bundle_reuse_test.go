@@ -1,8 +1,10 @@
 package fhir
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -83,5 +85,34 @@ func TestBundleRulesReuseTheirTables(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("case 3: no bdl-7 in %v", fresh[3].Issues)
+	}
+}
+
+// TestBundleRulesReuseConcurrently: validations running at once, each
+// taking and releasing bundleCtx storage, get each Bundle's own outcome.
+func TestBundleRulesReuseConcurrently(t *testing.T) {
+	fresh := make([]*OperationOutcome, len(bundleReuseCases))
+	for i, c := range bundleReuseCases {
+		fresh[i] = Validate([]byte(c))
+	}
+	errs := make(chan string, 8*len(bundleReuseCases))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 4 * len(bundleReuseCases) {
+				i := (k + g) % len(bundleReuseCases)
+				if got := Validate([]byte(bundleReuseCases[i])); !reflect.DeepEqual(got, fresh[i]) {
+					errs <- fmt.Sprintf("case %d: %v, want %v", i, got.Issues, fresh[i].Issues)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
