@@ -248,13 +248,20 @@ type bundleCtx struct {
 }
 
 // bundleCtxs holds released bundleCtx values with their storage.
-var bundleCtxs = sync.Pool{New: func() any {
-	return &bundleCtx{fullURLTypes: map[string]string{}, seenFull: map[fullURLVersion]int{}, byTypeID: map[typeID]matches{}}
-}}
+var bundleCtxs sync.Pool
 
-// newBundleCtx returns an empty bundleCtx for b, its fullURLTypes made.
+// newBundleCtx returns an empty bundleCtx for b, its fullURLTypes made: a
+// released one when there is one, else one whose storage is sized for
+// b's entries.
 func newBundleCtx(b *r4.Bundle) *bundleCtx {
-	bc := bundleCtxs.Get().(*bundleCtx)
+	n := len(b.Entry)
+	bc, _ := bundleCtxs.Get().(*bundleCtx)
+	if bc == nil {
+		bc = &bundleCtx{fullURLTypes: make(map[string]string, n), seenFull: make(map[fullURLVersion]int, n), byTypeID: make(map[typeID]matches, n)}
+	}
+	if cap(bc.refs) < 4*n {
+		bc.refs = make([]entryRef, 0, 4*n)
+	}
 	entryTypes(bc.fullURLTypes, b)
 	return bc
 }
