@@ -43,12 +43,16 @@ func (v *validator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
 			relative[r.entry] = true
 		}
 	}
-	type key struct{ full, version string }
-	seenFull := make(map[key]int, len(b.Entry))
+	seenFull := bc.seenFull
 	// byTypeID: for each type and id, the first entry holding it and how
 	// many do.
-	byTypeID := make(map[typeID]matches, len(b.Entry))
-	fullUrls := make(map[string]bool, len(b.Entry))
+	byTypeID := bc.byTypeID
+	// Whether a reference is the fullUrl of an entry (with a resource or
+	// not).
+	isFullURL := func(ref string) bool {
+		_, ok := bc.fullURLTypes[ref]
+		return ok
+	}
 	for i := range b.Entry {
 		e := &b.Entry[i]
 		res := e.Resource
@@ -125,13 +129,12 @@ func (v *validator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
 			case id != "" && !fullURLMatches(fu, typ, id) && refType(fu) != "":
 				v.errorf("value", at(), "the fullUrl %q does not match the resource %s/%s", fu, typ, id)
 			}
-			k := key{fu, bc.versions[i]}
+			k := fullURLVersion{fu, bc.versions[i]}
 			if j, dup := seenFull[k]; dup && btype != "history" {
 				v.errorf("invariant", at(), "bdl-7: fullUrl must be unique in a bundle (also entry[%d])", j)
 			} else {
 				seenFull[k] = i
 			}
-			fullUrls[fu] = true
 		}
 	}
 
@@ -174,11 +177,11 @@ func (v *validator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
 		at := func() string { return entryAt(r.entry) + ".resource" }
 		switch {
 		case strings.HasPrefix(ref, "urn:uuid:") || strings.HasPrefix(ref, "urn:oid:"):
-			if !fullUrls[ref] && (btype == "transaction" || btype == "batch" || btype == "document") {
+			if !isFullURL(ref) && (btype == "transaction" || btype == "batch" || btype == "document") {
 				v.errorf("not-found", at(), "unable to resolve resource with reference %q in the Bundle", ref)
 			}
 		case strings.Contains(ref, ":") || strings.HasPrefix(ref, "#") || strings.Contains(ref, "?"):
-			if fullUrls[ref] {
+			if isFullURL(ref) {
 				continue
 			}
 			if typ := refType(ref); typ != "" {
@@ -216,6 +219,9 @@ func (v *validator) bundleRules(where string, b *r4.Bundle, bc *bundleCtx) {
 		}
 	}
 }
+
+// fullURLVersion is an entry's fullUrl and its resource's meta.versionId.
+type fullURLVersion struct{ full, version string }
 
 // typeID is a resource's type and id.
 type typeID struct{ typ, id string }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acds-project/acds/fhir/fhirpath"
@@ -230,12 +231,60 @@ type tresCtx struct {
 	ownParams *paramsCtx // set when the resource is a Parameters
 }
 
-// bundleCtx is what a Bundle's rules need from its entries.
+// bundleCtx is what a Bundle's rules need from its entries. Its maps and
+// slices are reused from one Bundle to the next (newBundleCtx,
+// releaseBundleCtx), so that a validation does not allocate them anew.
 type bundleCtx struct {
-	fullURLTypes map[string]string     // entry fullUrls to resource types
+	// fullURLTypes maps every entry fullUrl to the type of its resource,
+	// "" when no entry under it has one (see entryTypes).
+	fullURLTypes map[string]string
 	refs         []entryRef            // references in entry resources, in walk order
 	versions     map[int]string        // entry index to its resource's meta.versionId
 	index        *fhirpath.BundleIndex // for resolve() in constraints, made on first use
+
+	// bundleRules' own tables, empty between its calls.
+	seenFull map[fullURLVersion]int // each fullUrl and version to its first entry
+	byTypeID map[typeID]matches     // each type and id to its entries
+}
+
+// bundleCtxs holds released bundleCtx values with their storage.
+var bundleCtxs sync.Pool
+
+// newBundleCtx returns an empty bundleCtx for b, its fullURLTypes made: a
+// released one when there is one, else one whose storage is sized for
+// b's entries.
+func newBundleCtx(b *r4.Bundle) *bundleCtx {
+	n := len(b.Entry)
+	bc, _ := bundleCtxs.Get().(*bundleCtx)
+	if bc == nil {
+		bc = &bundleCtx{fullURLTypes: make(map[string]string, n), seenFull: make(map[fullURLVersion]int, n), byTypeID: make(map[typeID]matches, n)}
+	}
+	if cap(bc.refs) < 4*n {
+		bc.refs = make([]entryRef, 0, 4*n)
+	}
+	entryTypes(bc.fullURLTypes, b)
+	return bc
+}
+
+// maxPooledEntries: the storage of a Bundle with more entries than this is
+// left to the garbage collector rather than kept for reuse, so that one
+// large Bundle does not leave every later validation clearing large maps.
+const maxPooledEntries = 1024
+
+// releaseBundleCtx empties bc, which its Bundle no longer needs, for
+// reuse. Emptying also drops its strings, which may borrow the input.
+func releaseBundleCtx(bc *bundleCtx, entries int) {
+	if entries > maxPooledEntries || cap(bc.refs) > 4*maxPooledEntries {
+		return
+	}
+	clear(bc.fullURLTypes)
+	clear(bc.versions)
+	clear(bc.seenFull)
+	clear(bc.byTypeID)
+	clear(bc.refs)
+	bc.refs = bc.refs[:0]
+	bc.index = nil
+	bundleCtxs.Put(bc)
 }
 
 type entryRef struct {
@@ -603,7 +652,7 @@ func (v *validator) enterResource(path *r4.Path, stack []specFrame, r r4.Resourc
 	}
 	switch n := r.(type) {
 	case *r4.Bundle:
-		rc.ownBundle = &bundleCtx{fullURLTypes: entryTypes(n), refs: make([]entryRef, 0, 4*len(n.Entry))}
+		rc.ownBundle = newBundleCtx(n)
 		v.bundles = append(v.bundles, rc.ownBundle)
 	case *r4.Parameters:
 		rc.ownParams = &paramsCtx{ids: map[string]bool{}}
@@ -624,16 +673,22 @@ func (v *validator) resourceID(path *r4.Path, id string, contained bool) {
 	}
 }
 
-// entryTypes maps the fullUrls of a Bundle's entries to resource types.
-func entryTypes(b *r4.Bundle) map[string]string {
-	m := make(map[string]string, len(b.Entry))
+// entryTypes maps the fullUrls of a Bundle's entries into m: each to the
+// type of the last resource under it, "" when no entry under it has one.
+func entryTypes(m map[string]string, b *r4.Bundle) {
 	for i := range b.Entry {
 		e := &b.Entry[i]
-		if fu := text(e.FullURL); fu != "" && e.Resource != nil {
+		fu := text(e.FullURL)
+		switch {
+		case fu == "":
+		case e.Resource != nil:
 			m[fu] = e.Resource.ResourceType()
+		default:
+			if _, ok := m[fu]; !ok {
+				m[fu] = ""
+			}
 		}
 	}
-	return m
 }
 
 // primitive validates a primitive value's lexical form, and a code against
@@ -975,6 +1030,8 @@ func (v *validator) leaveResource(stack []specFrame, r r4.Resource, damaged bool
 	case *r4.Bundle:
 		v.bundles = v.bundles[:len(v.bundles)-1]
 		v.bundleRules(at(), n, rc.ownBundle)
+		releaseBundleCtx(rc.ownBundle, len(n.Entry))
+		rc.ownBundle = nil
 	case *r4.Parameters:
 		for _, ref := range rc.ownParams.refs {
 			if refType(ref) != "" && !strings.Contains(ref, ":") && !rc.ownParams.ids[strings.SplitN(ref, "/_history/", 2)[0]] {
