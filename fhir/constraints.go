@@ -76,9 +76,10 @@ type rule struct {
 	// resolves: the expression calls resolve(), which needs the
 	// Bundle's index.
 	resolves bool
-	// trueWithout holds, for the types of the elements the rule is
-	// placed on (its own type, or each type of a choice element), the
-	// test that reports that the rule is met by, or cannot be evaluated
+	// trueWithout holds, for the type of what the rule is placed on
+	// (the type it is declared on, or the element's own type,
+	// Element.TypeDef; none for an element without one), the test that
+	// reports that the rule is met by, or cannot be evaluated
 	// on, the element or resource it is given, from the expression and
 	// the children absent from it (fhirpath.Expression.TrueWithout): a
 	// check for errors only need not evaluate the rule there. Nil when

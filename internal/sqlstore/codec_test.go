@@ -90,7 +90,9 @@ func TestCodecRejects(t *testing.T) {
 }
 
 // FuzzDecompress: stored values are read back through the decoder, so a
-// damaged database must give ErrCorrupt, never a panic or a huge buffer.
+// damaged database must give ErrCorrupt, never a panic or a value above
+// maxDecoded (an S2 block is given the room its header declares, up to
+// that limit, before it is decoded).
 // The seeds below are replayed by plain `go test`.
 func FuzzDecompress(f *testing.F) {
 	var c codecs

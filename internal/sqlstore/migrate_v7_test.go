@@ -171,7 +171,9 @@ func TestMigrationV7FullDiskChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	filler := disktest.Fill(t, dir, "filler")
-	// Give back less room than the rebuild's log needs (about 4 MiB).
+	// Give back less room than the rebuild's log needs (about twice
+	// the table, 7.5 MiB: the copy, and the old table zeroed by
+	// secure_delete).
 	if err := os.Truncate(filler, max(fileSize(filler)-1<<20, 0)); err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,9 @@ func (n *Notary) Serve(l net.Listener) error {
 	return err
 }
 
-// Close stops the servers started by Serve, cuts every open tunnel and
+// Close stops the servers started by Serve, waits for the CONNECT requests
+// being handled (a resolution or a dial in progress ends with its request,
+// as long as Config.Dial honours its context), cuts every open tunnel and
 // discards every session and its spool.
 func (n *Notary) Close() error {
 	n.mu.Lock()
