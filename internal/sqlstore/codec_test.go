@@ -41,15 +41,21 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// deflated is b as raw DEFLATE, as codec 1 values were written before
+// schema version 7.
+func deflated(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	return buf.Bytes()
+}
+
 // Values written before schema version 7 are raw DEFLATE, and still read.
 func TestCodecReadsDeflate(t *testing.T) {
 	var c codecs
 	in := bytes.Repeat([]byte(`{"resourceType":"Observation","status":"final"},`), 400)
-	var buf bytes.Buffer
-	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
-	_, _ = w.Write(in)
-	_ = w.Close()
-	out, err := c.decompress(buf.Bytes(), codecDeflate)
+	out, err := c.decompress(deflated(in), codecDeflate)
 	if err != nil || !bytes.Equal(out, in) {
 		t.Fatalf("DEFLATE value: %v", err)
 	}
@@ -98,11 +104,7 @@ func FuzzDecompress(f *testing.F) {
 	var c codecs
 	enc, _ := c.compress(bytes.Repeat([]byte(`{"resourceType":"Bundle"},`), 100))
 	f.Add(enc, codecS2)
-	var dbuf bytes.Buffer
-	dw, _ := flate.NewWriter(&dbuf, flate.BestSpeed)
-	_, _ = dw.Write(bytes.Repeat([]byte(`{"resourceType":"Bundle"},`), 100))
-	_ = dw.Close()
-	f.Add(dbuf.Bytes(), codecDeflate)
+	f.Add(deflated(bytes.Repeat([]byte(`{"resourceType":"Bundle"},`), 100)), codecDeflate)
 	f.Add([]byte{0x01, 0x00, 0x00, 0xff, 0xff}, codecDeflate) // stored empty block
 	f.Add([]byte("plain"), codecRaw)
 	f.Add([]byte{}, codecS2)

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"bytes"
-	"compress/flate"
 	"crypto/rand"
 	"database/sql"
 	"fmt"
@@ -31,18 +30,21 @@ func openV6(t *testing.T, path string) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	exec := func(q string, args ...any) { mustExec(t, db, q, args...) }
 	exec(`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`)
 	for _, m := range ms[:6] {
 		exec(m.sql)
 		exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)", m.version, m.name)
 	}
 	return db
+}
+
+// mustExec runs q on db, ending the test if it fails.
+func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
 }
 
 // A database at schema version 6, with DEFLATE values and a pending
@@ -56,22 +58,10 @@ func TestMigrationV7KeepsData(t *testing.T) {
 	input := bytes.Repeat([]byte(`{"resourceType":"Observation","status":"final"},`), 300)
 	result := bytes.Repeat([]byte(`{"output":"x"},`), 500)
 	db := openV6(t, path)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	deflate := func(b []byte) []byte {
-		var buf bytes.Buffer
-		w, _ := flate.NewWriter(&buf, flate.BestSpeed)
-		_, _ = w.Write(b)
-		_ = w.Close()
-		return buf.Bytes()
-	}
+	exec := func(q string, args ...any) { mustExec(t, db, q, args...) }
 	now := time.Now().UnixMicro()
 	exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, result, result_codec, created_at, updated_at, completed_at, affinity)
-		VALUES ('old1', 'anon_v6', 'process', 'completed', ?, 1, ?, 1, ?, ?, ?, 'r1')`, deflate(input), deflate(result), now, now, now)
+		VALUES ('old1', 'anon_v6', 'process', 'completed', ?, 1, ?, 1, ?, ?, ?, 'r1')`, deflated(input), deflated(result), now, now, now)
 	exec(`INSERT INTO requests (id, owner, kind, status, input, input_codec, sealed, created_at, updated_at)
 		VALUES ('old2', 'anon_v6', 'fetch-and-attest', 'processing', ?, 0, x'0102', ?, ?)`, []byte(`{"a":1}`), now, now)
 	exec(`INSERT INTO webhooks (request_id, url, attempts, next_at, last_error, created_at) VALUES ('old1', 'https://hook.example/x', 2, ?, 'refused', ?)`, now, now)
@@ -159,14 +149,10 @@ func TestMigrationV7FullDiskChangesNothing(t *testing.T) {
 	for i := range n {
 		_, _ = rand.Read(in) // incompressible: the rebuild must copy it all
 		now := time.Now().UnixMicro()
-		if _, err := db.ExecContext(t.Context(), `INSERT INTO requests (id, owner, kind, status, input, created_at, updated_at)
-			VALUES (?, 'anon_v6', 'process', 'processing', ?, ?, ?)`, fmt.Sprintf("r%03d", i), in, now, now); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, db, `INSERT INTO requests (id, owner, kind, status, input, created_at, updated_at)
+			VALUES (?, 'anon_v6', 'process', 'processing', ?, ?, ?)`, fmt.Sprintf("r%03d", i), in, now, now)
 	}
-	if _, err := db.ExecContext(t.Context(), "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, db, "PRAGMA wal_checkpoint(TRUNCATE)")
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
