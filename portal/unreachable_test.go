@@ -3,7 +3,6 @@ package portal
 import (
 	"context"
 	"crypto/ed25519"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,18 +10,6 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/internal/dnstest"
 )
-
-// closedPort returns a loopback port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	return port
-}
 
 // TestPlainTransportErrorsTellTheTruth: through the guard's own dialer
 // (GuardedDialer, the non-notarized transport), a name that does not
@@ -37,7 +24,7 @@ func TestPlainTransportErrorsTellTheTruth(t *testing.T) {
 		"silent.portal.test.":   dnstest.Silent,
 		"closed.portal.test.":   dnstest.Loopback,
 	})
-	port := closedPort(t)
+	port := dnstest.RefusedPort(t)
 	for _, tc := range []struct {
 		name, url, host string
 		guard           Guard
@@ -79,7 +66,7 @@ func TestPlainTransportErrorsTellTheTruth(t *testing.T) {
 // fetch fails as notarization (unavailable: the service's side, not the
 // portal's), and the error does not name the notary's address.
 func TestNotaryDownIsTheServicesFault(t *testing.T) {
-	notaryAddr := "127.0.0.1:" + closedPort(t)
+	notaryAddr := "127.0.0.1:" + dnstest.RefusedPort(t)
 	pub, _, _ := ed25519.GenerateKey(nil)
 	f := &Fetcher{Connector: Connector{Guard: Guard{AllowPrivate: true}, MaxRetries: -1},
 		NewTransport: Notarized{Notary: notaryAddr, NotaryKeys: []ed25519.PublicKey{pub}, Guard: Guard{AllowPrivate: true}}.Factory()}

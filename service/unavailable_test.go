@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -31,12 +30,7 @@ func TestUnreachablePortalIsUnavailable(t *testing.T) {
 		"silent.portal.test.":   dnstest.Silent,
 		"closed.portal.test.":   dnstest.Loopback,
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, closedPort, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close() // nothing listens there any more: connection refused
+	closedPort := dnstest.RefusedPort(t) // held, never listening: connection refused
 
 	start := func(allowPrivate bool) (*service.Service, *client.Client) {
 		o := service.Options{DataDir: dataDir(t), AllowPrivatePortals: allowPrivate}

@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
+	"github.com/acds-project/acds/internal/dnstest"
 )
 
 // attRun runs one acds command line and returns its exit code and output.
@@ -260,9 +260,7 @@ func TestVerifyServerCommand(t *testing.T) {
 		t.Fatalf("plain TLS: exit %d\n%s", code, out)
 	}
 	// Nothing listening, or not https.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := "https://" + ln.Addr().String()
-	ln.Close()
+	closed := "https://127.0.0.1:" + dnstest.RefusedPort(t)
 	for _, args := range [][]string{{"verify", "--server", closed}, {"verify", "--server", "http://127.0.0.1:1"}, {"verify", "--server", url, "bundle.b64"}} {
 		if code, _, _ := attRun(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
