@@ -30,6 +30,10 @@ type decoder struct {
 	// struct) cannot exhaust memory, and decoding such input stops once it
 	// has allocated about maxModel bytes.
 	model, maxModel int
+	// slab holds the primitives with a string value not yet handed out
+	// (newPrimitive); slabSize is the size of the last slab allocated.
+	slab     []textPrimitive
+	slabSize int
 	// scratch is the buffer strEscaped decodes into, reused for every
 	// string with escapes.
 	scratch  []byte
@@ -1082,10 +1086,11 @@ func decodePrimitiveValue[T any, P interface {
 	primitiveCodec
 }](d *decoder, dst **T) error {
 	if *dst == nil {
-		*dst = new(T)
-		if err := d.use(int(unsafe.Sizeof(**dst))); err != nil {
+		x, err := newPrimitive[T](d)
+		if err != nil {
 			return err
 		}
+		*dst = x
 	} else if P(*dst).hasValue() {
 		return d.fail(ErrDuplicateProperty, "duplicate property")
 	}
@@ -1097,10 +1102,11 @@ func decodePrimitiveElement[T any, P interface {
 	primitiveCodec
 }](d *decoder, dst **T) error {
 	if *dst == nil {
-		*dst = new(T)
-		if err := d.use(int(unsafe.Sizeof(**dst))); err != nil {
+		x, err := newPrimitive[T](d)
+		if err != nil {
 			return err
 		}
+		*dst = x
 	}
 	return P(*dst).decodeElement(d)
 }

@@ -150,6 +150,10 @@ func (o Options) Unmarshal(data []byte) (Resource, error) {
 //
 // With no errors, the Resource is the one Unmarshal returns. With only
 // recoverable errors, it is the document without the offending parts.
+//
+// The model's primitives with a string value are allocated in blocks of
+// up to 128, one allocation for many: a primitive kept after the rest of
+// its model is dropped keeps its block's memory in use.
 func (o Options) Decode(data []byte) (Resource, []*DecodeError) {
 	d, err := o.newDecoder(data)
 	if err != nil {
