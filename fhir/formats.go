@@ -125,26 +125,45 @@ func validUUID(s string) bool {
 // anyCase (as strings.ToLower before validUUID, without the copy).
 func uuidForm(s string, anyCase bool) bool {
 	s = strings.TrimPrefix(s, "urn:uuid:")
-	if len(s) != 36 {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return false
-			}
-			continue
-		}
-		if anyCase && c >= 'A' && c <= 'F' {
-			continue
-		}
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
+	want := uuidLower
+	if anyCase {
+		want |= uuidUpper
+	}
+	// OR the classes of the hex groups' bytes: a byte of another class
+	// (a dash or any other) sets a bit outside want.
+	var got uint8
+	for _, g := range [...]string{s[:8], s[9:13], s[14:18], s[19:23], s[24:]} {
+		for i := 0; i < len(g); i++ {
+			got |= uuidClass[g[i]]
 		}
 	}
-	return true
+	return got&^want == 0
 }
+
+// Byte classes for uuidForm: a lower-case hex digit (0-9, a-f), an
+// upper-case one (A-F), anything else.
+const (
+	uuidLower uint8 = 1 << iota
+	uuidUpper
+	uuidOther
+)
+
+var uuidClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
+			t[c] = uuidLower
+		case c >= 'A' && c <= 'F':
+			t[c] = uuidUpper
+		default:
+			t[c] = uuidOther
+		}
+	}
+	return t
+}()
 
 func digits(s string, n int) (int, bool) {
 	if len(s) < n {
