@@ -120,12 +120,25 @@ type ValueSet struct {
 
 // Lookup returns the type with the given name, or nil.
 func Lookup(name string) *Type {
-	i := sort.Search(len(types), func(i int) bool { return types[i].Name >= name })
-	if i < len(types) && types[i].Name == name {
+	if i, ok := typeIndex()[name]; ok {
 		return &types[i]
 	}
 	return nil
 }
+
+// typeIndex maps each type's name to its position in the tables: a
+// validation looks up the type of every resource it meets, and a map
+// costs less than a binary search over string comparisons. It is built
+// on first use.
+var typeIndex = sync.OnceValue(func() map[string]int32 {
+	m := make(map[string]int32, len(types))
+	for i := range types {
+		if _, dup := m[types[i].Name]; !dup { // the first, as a search finds
+			m[types[i].Name] = int32(i)
+		}
+	}
+	return m
+})
 
 // Element returns the element of t with the given JSON property name, or nil.
 func (t *Type) Element(name string) *Element {

@@ -1,6 +1,9 @@
 package spec
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLookup(t *testing.T) {
 	p := Lookup("Patient")
@@ -161,5 +164,21 @@ func TestElementByName(t *testing.T) {
 	}
 	if e := copied.Element("nosuch"); e != nil {
 		t.Fatalf("a Type made by hand: %s for nosuch", e.Path)
+	}
+}
+
+// Lookup finds every type of the tables as itself, and no name that
+// differs from one only in case or by a suffix.
+func TestLookupFindsEveryType(t *testing.T) {
+	for i := range types {
+		name := types[i].Name
+		if got := Lookup(name); got != &types[i] {
+			t.Fatalf("Lookup(%q) = %v, want the table's type %d", name, got, i)
+		}
+		for _, other := range []string{name + "x", name[:len(name)-1], strings.ToUpper(name) + "_"} {
+			if got := Lookup(other); got != nil && got.Name != other {
+				t.Fatalf("Lookup(%q) found %q", other, got.Name)
+			}
+		}
 	}
 }
