@@ -13,15 +13,29 @@
 # Needs wrk (apt-get install wrk).
 # ROUNDS (default 3) rounds run one after the other; the median ratios are
 # printed last, since this machine's rates swing from run to run.
-#   [ROUNDS=N] scripts/accept-bench.sh [SECONDS] [CONNECTIONS]
+# BASELINE (a git revision, e.g. main or a commit) also builds acds serve
+# at that revision and runs it in every round right after the current
+# one, against the same JSON floor: the control that tells a change from
+# the machine's drift (ratios have moved by a fifth between days with
+# the code unchanged).
+#   [ROUNDS=N] [BASELINE=REV] scripts/accept-bench.sh [SECONDS] [CONNECTIONS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-15}"; conns="${2:-32}"
 work="$(mktemp -d)"; pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+base="${BASELINE:-}"
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
+  if [ -n "$base" ]; then git worktree remove --force "$work/base" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
 go build -o "$work/acds" ./cmd/acds
+if [ -n "$base" ]; then
+  git worktree add --detach "$work/base" "$base" >/dev/null
+  (cd "$work/base" && go build -o "$work/acds-base" ./cmd/acds)
+fi
 go build -o "$work/jsonfloor" ./internal/loadtest/cmd/jsonfloor
 go run ./internal/loadtest/cmd/bundle20k > "$work/body.json"
 
@@ -73,6 +87,17 @@ for round in $(seq "$rounds"); do
   read -r f_rps f_p50 f_p99 f_bad f_cpu < <(run "$floor_url/v1/process" "$floor_pid")
   read -r a_rps a_p50 a_p99 a_bad a_cpu < <(run "$acds_url/v1/process" "$acds_pid")
   kill "$acds_pid"; wait "$acds_pid" 2>/dev/null || true
+  b_rps=0 b_p99=0
+  if [ -n "$base" ]; then
+    rm -rf "$work/bdata"
+    "$work/acds-base" serve --addr 127.0.0.1:0 --data-dir "$work/bdata" --rate-limit 0 --max-queue 0 --workers 1 >"$work/base.out" 2>"$work/base.err" & base_pid=$!
+    wait_line "$work/base.out" 'serving on http://'
+    base_url="$(sed -n 's/.*serving on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/base.out")"
+    token="$(curl -s -X POST "$base_url/v1/auth/anon" -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
+    sed "s/TOKEN/$token/" "$work/post.lua.in" >"$work/post.lua"
+    read -r b_rps b_p50 b_p99 b_bad b_cpu < <(run "$base_url/v1/process" "$base_pid")
+    kill "$base_pid"; wait "$base_pid" 2>/dev/null || true
+  fi
   # The second floor: the least a correct acceptance must do (fhir.Check
   # of the data, a durable insert through the same SQLite store), with
   # none of acds serve's authentication, limits or metrics. It and the
@@ -97,10 +122,18 @@ for round in $(seq "$rounds"); do
   echo "  acds serve (durable):                    $a_rps req/s, p50 ${a_p50} ms, p99 ${a_p99} ms, non-2xx $a_bad, server CPU ${a_cpu} µs/req"
   echo "  check floor (fhir.Check + SQLite insert): $c_rps req/s, p50 ${c_p50} ms, p99 ${c_p99} ms, non-2xx $c_bad, server CPU ${c_cpu} µs/req"
   echo "  durable floor (JSON check + SQLite insert): $d_rps req/s, p50 ${d_p50} ms, p99 ${d_p99} ms, non-2xx $d_bad, server CPU ${d_cpu} µs/req"
-  awk -v a="$a_rps" -v f="$f_rps" -v c="$c_rps" -v d="$d_rps" -v ap="$a_p99" -v fp="$f_p99" 'BEGIN {
-    printf "  ratio %.3f (goal >= 0.5), p99 ratio %.2f (goal <= 2); acds / check floor %.3f; check floor / JSON floor %.3f; durable floor / JSON floor %.3f\n", a/f, ap/fp, a/c, c/f, d/f
-    printf "%.3f %.2f %.3f %.3f %.3f\n", a/f, ap/fp, a/c, c/f, d/f >> "'"$work/ratios"'" }'
+  if [ -n "$base" ]; then
+    echo "  baseline acds serve ($base):            $b_rps req/s, p50 ${b_p50} ms, p99 ${b_p99} ms, non-2xx $b_bad, server CPU ${b_cpu} µs/req"
+  fi
+  awk -v a="$a_rps" -v f="$f_rps" -v c="$c_rps" -v d="$d_rps" -v ap="$a_p99" -v fp="$f_p99" -v b="$b_rps" -v base="$base" 'BEGIN {
+    printf "  ratio %.3f (goal >= 0.5), p99 ratio %.2f (goal <= 2); acds / check floor %.3f; check floor / JSON floor %.3f; durable floor / JSON floor %.3f", a/f, ap/fp, a/c, c/f, d/f
+    if (base != "") printf "; baseline ratio %.3f", b/f
+    printf "\n"
+    printf "%.3f %.2f %.3f %.3f %.3f %.3f\n", a/f, ap/fp, a/c, c/f, d/f, b/f >> "'"$work/ratios"'" }'
 done
 # med COLUMN: the median of a column of the rounds' figures.
 med() { cut -d' ' -f"$1" "$work/ratios" | sort -n | awk '{ v[NR]=$1 } END { print v[int((NR+1)/2)] }'; }
 echo "median of $rounds rounds: ratio $(med 1) (goal >= 0.5), p99 ratio $(med 2) (goal <= 2), acds / check floor $(med 3), check floor / JSON floor $(med 4), durable floor / JSON floor $(med 5)"
+if [ -n "$base" ]; then
+  echo "baseline ($base), same rounds: ratio $(med 6)"
+fi
