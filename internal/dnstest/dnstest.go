@@ -4,6 +4,8 @@
 // it, whatever /etc/resolv.conf names. A test that resolves portal names
 // through it resolves no public name and sees the errors a real resolver
 // gives ("lookup h on <the configured nameserver>: no such host").
+// RefusedPort gives the port such a name's unreachable portal stands on:
+// one that refuses every connection while the test runs.
 package dnstest
 
 import (
