@@ -71,6 +71,21 @@ run() {
   awk -v o="$out" -v c0="$c0" -v c1="$c1" -v t="$tick" 'BEGIN { split(o, f, " "); printf "%s %s %s %s %.0f\n", f[1], f[2], f[3], f[4], (c1-c0)/t/f[5]*1e6 }'
 }
 
+# run_acds BIN DIR: starts acds serve BIN on a fresh data directory DIR
+# with a session of its own, measures it with run, and stops it; prints
+# what run prints.
+run_acds() {
+  local pid url token
+  rm -rf "$2"
+  "$1" serve --addr 127.0.0.1:0 --data-dir "$2" --rate-limit 0 --max-queue 0 --workers 1 >"$2.out" 2>"$2.err" & pid=$!
+  wait_line "$2.out" 'serving on http://'
+  url="$(sed -n 's/.*serving on \(http:\/\/[0-9.:]*\).*/\1/p' "$2.out")"
+  token="$(curl -s -X POST "$url/v1/auth/anon" -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
+  sed "s/TOKEN/$token/" "$work/post.lua.in" >"$work/post.lua"
+  run "$url/v1/process" "$pid"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
 # Each round measures the JSON floor, then a fresh acds serve, which is
 # stopped before the check floor runs: its worker would otherwise go on
 # processing the backlog the acds run left, on the cores the check floor
@@ -78,25 +93,14 @@ run() {
 rounds="${ROUNDS:-3}"
 : >"$work/ratios"
 for round in $(seq "$rounds"); do
-  rm -rf "$work/data" "$work/cfloor" "$work/dfloor"
-  "$work/acds" serve --addr 127.0.0.1:0 --data-dir "$work/data" --rate-limit 0 --max-queue 0 --workers 1 >"$work/serve.out" 2>"$work/serve.err" & acds_pid=$!
-  wait_line "$work/serve.out" 'serving on http://'
-  acds_url="$(sed -n 's/.*serving on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/serve.out")"
-  token="$(curl -s -X POST "$acds_url/v1/auth/anon" -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
-  sed "s/TOKEN/$token/" "$work/post.lua.in" >"$work/post.lua"
+  rm -rf "$work/cfloor" "$work/dfloor"
+  # The JSON floor ignores the token.
+  sed "s/TOKEN/none/" "$work/post.lua.in" >"$work/post.lua"
   read -r f_rps f_p50 f_p99 f_bad f_cpu < <(run "$floor_url/v1/process" "$floor_pid")
-  read -r a_rps a_p50 a_p99 a_bad a_cpu < <(run "$acds_url/v1/process" "$acds_pid")
-  kill "$acds_pid"; wait "$acds_pid" 2>/dev/null || true
-  b_rps=0 b_p99=0
+  read -r a_rps a_p50 a_p99 a_bad a_cpu < <(run_acds "$work/acds" "$work/data")
+  b_rps=0
   if [ -n "$base" ]; then
-    rm -rf "$work/bdata"
-    "$work/acds-base" serve --addr 127.0.0.1:0 --data-dir "$work/bdata" --rate-limit 0 --max-queue 0 --workers 1 >"$work/base.out" 2>"$work/base.err" & base_pid=$!
-    wait_line "$work/base.out" 'serving on http://'
-    base_url="$(sed -n 's/.*serving on \(http:\/\/[0-9.:]*\).*/\1/p' "$work/base.out")"
-    token="$(curl -s -X POST "$base_url/v1/auth/anon" -H 'Content-Type: application/json' -d '{}' | sed -n 's/.*"token":"\([^"]*\)".*/\1/p')"
-    sed "s/TOKEN/$token/" "$work/post.lua.in" >"$work/post.lua"
-    read -r b_rps b_p50 b_p99 b_bad b_cpu < <(run "$base_url/v1/process" "$base_pid")
-    kill "$base_pid"; wait "$base_pid" 2>/dev/null || true
+    read -r b_rps b_p50 b_p99 b_bad b_cpu < <(run_acds "$work/acds-base" "$work/bdata")
   fi
   # The second floor: the least a correct acceptance must do (fhir.Check
   # of the data, a durable insert through the same SQLite store), with
