@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
@@ -29,6 +30,10 @@ type specFrame struct {
 	// ID is the node's element id, or a resource's logical id ("" for
 	// none), as r4.WalkIDs gives it.
 	ID string
+	// Choice: Elem is one type of a choice element ("value[x]"), which
+	// at most one of its types may fill. Read from the element cache
+	// with Elem, sparing a look at the path's bytes for every node.
+	Choice bool
 	// Present lists the JSON names of the children visited so far, each
 	// once, in visiting order. At leave it holds every child that is set
 	// (plain-string members such as id and Extension.url excepted, which
@@ -71,6 +76,10 @@ func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error,
 			// Reuse the Present storage of the frame last popped here.
 			f.Present = frames[:len(frames)+1][len(frames)].Present[:0]
 		}
+		// Only the root and elements of type Resource (contained,
+		// Bundle.entry.resource…) hold resources: other nodes are spared
+		// the interface assertion.
+		holdsResource := true
 		if depth > 0 {
 			seg := path.Segments()[depth-1]
 			f.Name, f.Index = seg.Name, seg.Index
@@ -83,13 +92,11 @@ func specWalk(r r4.Resource, enter func(path *r4.Path, stack []specFrame) error,
 					// A primitive's children are those of Element (id, extension).
 					pt = elementType
 				}
-				f.Elem = elementOf(pt, seg.Name)
+				f.Elem, f.Choice, holdsResource = elementOf(pt, seg.Name)
+				holdsResource = holdsResource || f.Elem == nil
 			}
 		}
-		// Only the root and elements of type Resource (contained,
-		// Bundle.entry.resource…) hold resources: other nodes are spared
-		// the interface assertion.
-		if f.Elem == nil || f.Elem.Type == "Resource" {
+		if holdsResource {
 			if res, ok := node.(r4.Resource); ok {
 				f.Type = spec.Lookup(res.ResourceType())
 			}
@@ -125,20 +132,29 @@ func (f *specFrame) kinds() (isResource, isPrimitive bool) {
 }
 
 // elementOf is pt.Element(name) through a small cache keyed by the
-// type and the address of the name's bytes. The walk's names are the
+// type and the address of the name's bytes, with two facts about the
+// element the walk needs for every node: whether it is one type of a
+// choice (its path ends in "[x]") and whether it holds a resource (its
+// type is Resource: contained, Bundle.entry.resource…). The cache keeps
+// them beside the element, so the walk does not read the element's
+// strings. The walk's names are the
 // generated model's constants, so each (type, name) pair a validation
 // meets has one address, and the cache answers it with two comparisons
 // where the map hashes and compares the string. An entry keeps its name
 // alive, so no other string can take that address while it is cached;
 // a name built at run time only misses and is looked up in the map.
-func elementOf(pt *spec.Type, name string) *spec.Element {
+func elementOf(pt *spec.Type, name string) (e *spec.Element, choice, holdsResource bool) {
 	slot := &elementCache[elementSlot(pt, name)]
 	if c := slot.Load(); c != nil && c.t == pt && len(c.name) == len(name) && unsafe.StringData(c.name) == unsafe.StringData(name) {
-		return c.e
+		return c.e, c.choice, c.holdsResource
 	}
-	e := pt.Element(name)
-	slot.Store(&elementCacheEntry{t: pt, name: name, e: e})
-	return e
+	c := &elementCacheEntry{t: pt, name: name, e: pt.Element(name)}
+	if c.e != nil {
+		c.choice = strings.HasSuffix(c.e.Path, "[x]")
+		c.holdsResource = c.e.Type == "Resource"
+	}
+	slot.Store(c)
+	return c.e, c.choice, c.holdsResource
 }
 
 // elementSlot is the cache slot of (pt, name): a multiplicative hash of
@@ -151,9 +167,10 @@ func elementSlot(pt *spec.Type, name string) uint64 {
 const elementCacheBits = 12
 
 type elementCacheEntry struct {
-	t    *spec.Type
-	name string
-	e    *spec.Element
+	t                     *spec.Type
+	name                  string
+	e                     *spec.Element
+	choice, holdsResource bool
 }
 
 var elementCache [1 << elementCacheBits]atomic.Pointer[elementCacheEntry]

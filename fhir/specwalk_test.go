@@ -132,12 +132,16 @@ func TestElementOfMatchesElement(t *testing.T) {
 					if want := pt.Element(name); stack[d].Elem != want {
 						errs <- fmt.Sprintf("%s: elementOf gave %v, Element %v", path, stack[d].Elem, want)
 					}
+					if e := stack[d].Elem; e != nil && stack[d].Choice != strings.HasSuffix(e.Path, "[x]") {
+						errs <- fmt.Sprintf("%s: Choice %v for the element %s", path, stack[d].Choice, e.Path)
+					}
 					// The same name in other bytes, and a name no type has.
 					copied := string(append([]byte(nil), name...))
-					if got := elementOf(pt, copied); got != pt.Element(name) {
-						errs <- fmt.Sprintf("%s: elementOf(copy of %q) = %v", path, name, got)
+					if got, choice, holds := elementOf(pt, copied); got != pt.Element(name) ||
+						got != nil && (choice != strings.HasSuffix(got.Path, "[x]") || holds != (got.Type == "Resource")) {
+						errs <- fmt.Sprintf("%s: elementOf(copy of %q) = %v, %v, %v", path, name, got, choice, holds)
 					}
-					if got := elementOf(pt, copied+"Nope"); got != nil {
+					if got, _, _ := elementOf(pt, copied+"Nope"); got != nil {
 						errs <- fmt.Sprintf("%s: elementOf(%q) = %v, want nil", path, copied+"Nope", got)
 					}
 					n++
@@ -191,7 +195,7 @@ func TestElementOfCollision(t *testing.T) {
 				t.Fatalf("%s and %s share their extension element", other.Name, ty.Name)
 			}
 			for _, pt := range []*spec.Type{other, ty, other} {
-				if got, want := elementOf(pt, name), pt.Element(word); got != want {
+				if got, want := first(elementOf(pt, name)), pt.Element(word); got != want {
 					t.Fatalf("elementOf(%s, %s) = %p, want %p", pt.Name, word, got, want)
 				}
 			}
@@ -200,3 +204,6 @@ func TestElementOfCollision(t *testing.T) {
 	}
 	t.Fatal("no two types met in a slot")
 }
+
+// first is the element of an elementOf result.
+func first(e *spec.Element, _, _ bool) *spec.Element { return e }

@@ -454,7 +454,7 @@ func (v *validator) enter(path *r4.Path, stack []specFrame) error {
 		if e.Min > 0 && f.Index <= 0 {
 			pf.required = append(pf.required, e.Path)
 		}
-		if f.Index <= 0 && strings.HasSuffix(e.Path, "]") {
+		if f.Index <= 0 && f.Choice {
 			for _, p := range pf.choices {
 				if p == e.Path {
 					v.errorf("structure", path.String(), "only one of the choices of %s may be present", e.Path)
