@@ -104,3 +104,48 @@ func TestIPSWithoutPatientRefused(t *testing.T) {
 		t.Errorf("IPS of a record with a Patient: status %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestMalformedDataAnswersAsStrict: POST /v1/process leaves the syntax of
+// the data to FHIRPipeline's check (it only delimits the data), yet every
+// body with malformed data gets the answer a server checking the whole
+// body up front gives — the same status and problem, whatever else is
+// wrong with the request too — and nothing is accepted.
+func TestMalformedDataAnswersAsStrict(t *testing.T) {
+	deferred := newHarness(t, func(c *server.Config) { c.Pipeline = server.FHIRPipeline{} })
+	strict := newHarness(t, func(c *server.Config) { c.Pipeline = processOnly{server.FHIRPipeline{}} })
+	dt, st := deferred.anon().Token, strict.anon().Token
+	const p = `"resourceType":"Patient","id":"p1"`
+	for _, body := range []string{
+		`{"data":{` + p + `,},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + ` "active":true},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,"active":tru},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,"multipleBirthInteger":01},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,"gender":"\x"},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,"gender":"` + "\x01" + `"},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `]},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,"name":[{"family":"D"},]},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,},"outputFormat":7}`,
+		`{"data":{` + p + `,}}`,
+		`{"data":{` + p + `,},"outputFormat":"no-such-format"}`,
+		`{"data":{` + p + `,},"outputFormat":"fhir_r4","callbackUrl":"http://127.0.0.1/x"}`,
+		`{"data":{` + p + `,},"outputFormat":"fhir_r4","extra":1}`,
+		`{"data":{` + p + `,},"data":{},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `}}},"outputFormat":"fhir_r4"}`,
+		`{"data":{` + p + `,"gender":"male}`,
+		`{"data":{` + p + `,"gender":"male\`,
+	} {
+		dr, db := deferred.do("POST", "/v1/process", dt, body)
+		sr, sb := strict.do("POST", "/v1/process", st, body)
+		if dr.StatusCode == http.StatusAccepted || dr.StatusCode != sr.StatusCode {
+			t.Errorf("%s: status %d, strict %d", body, dr.StatusCode, sr.StatusCode)
+			continue
+		}
+		dp, sp := decode[acds.Problem](t, db), decode[acds.Problem](t, sb)
+		if dp.Type != sp.Type || dp.Detail != sp.Detail || len(dp.Errors) != len(sp.Errors) {
+			t.Errorf("%s:\n got    %s\n strict %s", body, db, sb)
+		}
+	}
+	// Well-formed data that is not valid FHIR is refused by the check.
+	resp, b := deferred.do("POST", "/v1/process", dt, `{"data":{`+p+`,"gender":7},"outputFormat":"fhir_r4"}`)
+	wantProblem(t, resp, b, acds.ProblemInvalidFHIR)
+}

@@ -32,6 +32,11 @@ func (p FHIRPipeline) Check(ctx context.Context, input []byte, format string) er
 	return fhir.Check(input, fhir.Options{Format: format})
 }
 
+// refusesMalformedJSON marks FHIRPipeline a syntaxChecker: fhir.Check
+// decodes its input with package r4's strict decoder, which refuses all
+// malformed JSON (FuzzDelimitedData checks it against jsonscan).
+func (FHIRPipeline) refusesMalformedJSON() {}
+
 // Process is fhir.Process with p's de-identification key.
 func (p FHIRPipeline) Process(ctx context.Context, input []byte, o fhir.Options) (*fhir.Output, error) {
 	o.DeidentKey = p.DeidentKey

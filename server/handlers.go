@@ -254,9 +254,24 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, p)
 		return
 	}
-	var req acds.ProcessRequest
-	if p := decodeProcessRequest(raw, &req); p != nil {
+	// A checker that refuses all malformed JSON (FHIRPipeline's) is left
+	// the syntax of the data, the bulk of the body, which it decodes
+	// anyway: until it accepts the data, every refusal answers with the
+	// problem the strict decoding of the whole body finds first, if any,
+	// so the answers are those of checking everything up front.
+	checker, _ := s.cfg.Pipeline.(Checker)
+	_, unchecked := checker.(syntaxChecker)
+	refuse := func(p *acds.Problem) {
+		if unchecked {
+			if sp := decodeProcessRequest(raw, new(acds.ProcessRequest)); sp != nil {
+				p = sp
+			}
+		}
 		writeProblem(w, p)
+	}
+	var req acds.ProcessRequest
+	if p := decodeProcessRequestWith(raw, &req, unchecked); p != nil {
+		refuse(p)
 		return
 	}
 	var errs []acds.FieldError
@@ -271,34 +286,41 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	if len(errs) > 0 {
 		p := acds.NewProblem(acds.ProblemInvalidRequest, "invalid fields")
 		p.Errors = errs
-		writeProblem(w, p)
+		refuse(p)
 		return
 	}
 	if p := outputProblem(req.OutputFormat, req.Query); p != nil {
-		writeProblem(w, p)
+		refuse(p)
 		return
 	}
 	// A request bound to fail is never accepted: without a pipeline or an
 	// enclave nothing could process it.
 	if p := s.missingParts(false); p != nil {
-		writeProblem(w, p)
+		refuse(p)
 		return
 	}
 	// The input is checked for the format asked (an IPS needs a Patient).
-	if c, ok := s.cfg.Pipeline.(Checker); ok {
-		if err := c.Check(r.Context(), req.Data, req.OutputFormat); err != nil {
+	if checker != nil {
+		if err := checker.Check(r.Context(), req.Data, req.OutputFormat); err != nil {
 			var inv *fhir.InvalidError
 			if errors.As(err, &inv) {
-				writeProblem(w, invalidFHIRProblem(inv))
+				refuse(invalidFHIRProblem(inv))
 				return
+			}
+			if unchecked {
+				if sp := decodeProcessRequest(raw, new(acds.ProcessRequest)); sp != nil {
+					writeProblem(w, sp)
+					return
+				}
 			}
 			s.log.Error("fhir check failed", "err", err)
 			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
 			return
 		}
+		unchecked = false // the checker accepted it: the data is well-formed JSON
 	}
 	if p := s.checkCallback(req.CallbackURL); p != nil { // webhooks.go
-		writeProblem(w, p)
+		refuse(p)
 		return
 	}
 	// The body, already checked to be exactly a ProcessRequest, is stored

@@ -40,6 +40,14 @@ type Checker interface {
 	Check(ctx context.Context, input []byte, format string) error
 }
 
+// syntaxChecker is a Checker whose Check refuses every input that is not
+// well-formed JSON. Only the server's own pipeline is one (the method is
+// unexported): POST /v1/process leaves the syntax of the data to it.
+type syntaxChecker interface {
+	Checker
+	refusesMalformedJSON()
+}
+
 // Enclave is the trusted execution environment the server runs in: it
 // attests outputs, seals credentials and publishes its boot evidence.
 // AttestationEnclave is the one of an *attestation.Enclave.

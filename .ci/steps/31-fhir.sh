@@ -37,3 +37,8 @@ fi
 # 3. Short fuzz runs (the seed corpora already replay in go test).
 bash .ci/fuzz.sh FuzzValidate ./fhir/ 45s
 bash .ci/fuzz.sh FuzzProcess ./fhir/ 45s
+# POST /v1/process leaves the syntax of the data to fhir.Check's strict
+# decoder: the delimiting scan, and the answers it leads to, against the
+# strict ones.
+bash .ci/fuzz.sh FuzzDelimit ./internal/jsonscan/ 15s
+bash .ci/fuzz.sh FuzzDelimitedData ./server/ 30s
