@@ -16,7 +16,8 @@ import (
 // accepting a request. The body is validated by package jsonscan exactly
 // as encoding/json's scanner does (FuzzScanMatchesEncodingJSON checks the
 // decoder against encoding/json) and its top-level members found in a
-// single pass.
+// single pass — or, where the FHIR check will decode the data strictly,
+// all but the data, which is only delimited (decodeProcessRequestWith).
 
 // member is one top-level member of the body.
 type member struct {
