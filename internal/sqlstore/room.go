@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -85,14 +86,39 @@ type room struct {
 	// not returned yet: admit counts it as taken, so that requests
 	// admitted at once do not all count the same free room.
 	pending atomic.Int64
+	// ample is the last measurement that found ample room, which admit
+	// reuses for a while (see admitting); nil when there is none.
+	ample atomic.Pointer[ampleRoom]
+	now   func() time.Time                                // time.Now; a test's clock
+	space func(dir string) (total, free int64, err error) // diskSpace; a test's counter
 }
+
+// ampleRoom is a measurement of the disk that found room to spare,
+// slack bytes beyond what admit asks for, at a time.
+type ampleRoom struct {
+	at    time.Time
+	slack int64
+	used  atomic.Int64 // the room admitted against it
+}
+
+const (
+	// ampleSlack is the spare room above which a measurement is reused:
+	// four times the largest reserve, so that on a disk with less to
+	// spare (every test disk of the full-disk tests) each request is
+	// measured as before.
+	ampleSlack = 4 * maxReserve
+	// ampleFor is how long a measurement is reused. Another program
+	// filling the disk meanwhile is found by the write, as one filling it
+	// between a measurement and the write always was.
+	ampleFor = 100 * time.Millisecond
+)
 
 // newRoom plans the room of the database at dbPath (absolute) and writes
 // the reserve if the disk has room for it.
 func newRoom(dbPath string, rdb *sql.DB, pageSize int64) *room {
 	r := &room{
 		dir: filepath.Dir(dbPath), db: dbPath, wal: dbPath + "-wal", reserve: dbPath + "-reserve",
-		rdb: rdb, pageSize: pageSize,
+		rdb: rdb, pageSize: pageSize, now: time.Now, space: diskSpace,
 	}
 	total, _, err := diskSpace(r.dir)
 	if err != nil {
@@ -156,6 +182,7 @@ func (r *room) release() bool {
 		return false
 	}
 	r.held = false
+	r.ample.Store(nil)
 	err := os.Remove(r.reserve)
 	return err == nil
 }
@@ -193,13 +220,20 @@ func (r *room) admit(ctx context.Context, need int64) (done func(), err error) {
 // freeRoom is the room free on the disk less what other admitted
 // requests (pending, which holds this one's too) will take.
 func (r *room) freeRoom(need int64) (int64, error) {
-	_, free, err := diskSpace(r.dir)
+	_, free, err := r.space(r.dir)
 	return free - (r.pending.Load() - 2*need), err
 }
 
 // admitting is admit's decision, with the room admitted to other
-// requests not yet written counted as taken.
+// requests not yet written counted as taken. Measuring the disk (statfs
+// and a stat of the log) costs more than the rest of the decision; when
+// the last measurement found more than ampleSlack to spare, less than
+// ampleFor ago, and the requests admitted against it since have not
+// used that up, the request is admitted on it.
 func (r *room) admitting(ctx context.Context, need int64) error {
+	if a := r.ample.Load(); a != nil && r.now().Sub(a.at) < ampleFor && a.used.Add(2*need) <= a.slack {
+		return nil
+	}
 	free, err := r.freeRoom(need)
 	if err != nil {
 		return nil // not measured: the write finds out
@@ -213,6 +247,11 @@ func (r *room) admitting(ctx context.Context, need int64) error {
 	// starts over.
 	want := keep + 2*need
 	wal := fileSize(r.wal) // ≥ the log's debt
+	if slack := free - wal - max(want, 2*r.size); slack > ampleSlack {
+		r.ample.Store(&ampleRoom{at: r.now(), slack: slack})
+		return nil
+	}
+	r.ample.Store(nil)
 	if free-wal >= max(want, 2*r.size) || (free-wal >= want && wal <= r.size/2) {
 		return nil
 	}
