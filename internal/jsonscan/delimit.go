@@ -1,6 +1,9 @@
 package jsonscan
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Delimit returns the end of the array or object starting at b[i] without
 // checking its syntax: it follows strings (and their escapes) and the
@@ -21,7 +24,15 @@ func Delimit(b []byte, i int) (int, error) {
 		case '"':
 			i++
 			for {
-				for i+8 <= len(b) && !quoteOrBackslash8(binary.LittleEndian.Uint64(b[i:])) {
+				// The first quote or backslash: found in 8-byte words,
+				// whose lowest flagged byte is exact (see
+				// quoteOrBackslash8), then byte by byte in the last few.
+				for i+8 <= len(b) {
+					m := quoteOrBackslash8(binary.LittleEndian.Uint64(b[i:]))
+					if m != 0 {
+						i += bits.TrailingZeros64(m) / 8
+						goto special
+					}
 					i += 8
 				}
 				for i < len(b) && b[i] != '"' && b[i] != '\\' {
@@ -30,6 +41,7 @@ func Delimit(b []byte, i int) (int, error) {
 				if i >= len(b) {
 					return i, syntax(i, ErrEnd)
 				}
+			special:
 				if b[i] == '"' {
 					i++
 					break
@@ -58,10 +70,13 @@ func Delimit(b []byte, i int) (int, error) {
 	return i, syntax(i, ErrEnd)
 }
 
-// quoteOrBackslash8 reports whether any of the 8 bytes packed in x is a
-// quote or a backslash (exact as to whether any is, as plain8).
-func quoteOrBackslash8(x uint64) bool {
+// quoteOrBackslash8 flags, with its high bit, each of the 8 bytes packed
+// in x (little-endian) that is a quote or a backslash. A flag may be
+// wrong only in a byte above a truly flagged one (the borrow of the
+// subtraction runs upwards), so whether any is flagged, and the lowest
+// flag, are exact.
+func quoteOrBackslash8(x uint64) uint64 {
 	q := x ^ ('"' * lsb)
 	bs := x ^ ('\\' * lsb)
-	return (((q-lsb)&^q | (bs-lsb)&^bs) & msb) != 0
+	return ((q-lsb)&^q | (bs-lsb)&^bs) & msb
 }
