@@ -281,8 +281,14 @@ func encodePrimitive[T any, P interface {
 		x.encodeValue(e)
 	}
 	if x.hasElement() {
+		mark := len(e.buf)
 		e.key(ek)
 		x.encodeElement(e)
+		if e.buf[len(e.buf)-1] == '}' && e.buf[len(e.buf)-2] == '{' {
+			// Only empty extensions (left by a partial decoding):
+			// nothing to write, as AppendCanonical writes nothing.
+			e.buf = e.buf[:mark]
+		}
 	}
 }
 
@@ -323,9 +329,10 @@ func encodePrimitives[T any, P interface {
 		e.buf = append(e.buf, ']')
 	}
 	if elements {
+		mark := len(e.buf)
 		e.key(ek)
 		e.buf = append(e.buf, '[')
-		n := 0
+		n, written := 0, false
 		for i := range s {
 			p := P(&s[i])
 			el := p.hasElement()
@@ -337,10 +344,20 @@ func encodePrimitives[T any, P interface {
 			}
 			n++
 			if el {
+				item := len(e.buf)
 				p.encodeElement(e)
-			} else {
-				e.buf = append(e.buf, "null"...)
+				if len(e.buf)-item > 2 {
+					written = true
+					continue
+				}
+				// Only empty extensions: the item has no element.
+				e.buf = e.buf[:item]
 			}
+			e.buf = append(e.buf, "null"...)
+		}
+		if !written {
+			e.buf = e.buf[:mark]
+			return
 		}
 		e.buf = append(e.buf, ']')
 	}
