@@ -3,6 +3,7 @@ package r4
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -59,6 +60,18 @@ type decoder struct {
 // badKey stands for a member name that is not valid UTF-8 (no decoded name
 // can be equal to it).
 const badKey = "\xff"
+
+// special8 flags, with its high bit, each of the 8 bytes packed in x
+// (little-endian) that strSpecial marks: a control character, a quote, a
+// backslash or a byte of a multi-byte UTF-8 sequence. A flag may be
+// wrong only in a byte above a truly flagged one (the borrow of a
+// subtraction runs upwards), so the lowest flag is exact.
+func special8(x uint64) uint64 {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	q := x ^ ('"' * lsb)
+	bs := x ^ ('\\' * lsb)
+	return ((x-0x20*lsb)&^x | (q-lsb)&^q | (bs-lsb)&^bs | x) & msb
+}
 
 // strSpecial marks the bytes that end the fast path of string scanning.
 var strSpecial = func() (t [256]bool) {
@@ -311,11 +324,21 @@ func (d *decoder) str() (string, error) {
 	start := d.pos + 1
 	i := start
 	for i < len(data) {
-		c := data[i]
-		if !strSpecial[c] {
+		// Skip to the first special byte: a word of 8 at a time, the
+		// lowest flag of special8 being exact, then byte by byte in the
+		// last few.
+		if i+8 <= len(data) {
+			m := special8(binary.LittleEndian.Uint64(data[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		} else if !strSpecial[data[i]] {
 			i++
 			continue
 		}
+		c := data[i]
 		switch {
 		case c == '"':
 			d.pos = i + 1
