@@ -131,6 +131,16 @@ func (d *decoder) wrongType(want string) *DecodeError {
 }
 
 func (d *decoder) skipWS() {
+	// Compact JSON has no white space between tokens: every byte above
+	// the space is not white space.
+	if d.pos < len(d.data) && d.data[d.pos] > ' ' {
+		return
+	}
+	d.skipSpaces()
+}
+
+// skipSpaces is skipWS past its first byte's check.
+func (d *decoder) skipSpaces() {
 	data, i := d.data, d.pos
 	for i < len(data) {
 		switch data[i] {
