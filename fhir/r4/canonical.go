@@ -143,17 +143,14 @@ func canonicalPrimitiveElement[T any, P interface {
 	if x == nil || e.err != nil || !x.hasElement() {
 		return
 	}
-	mark := len(e.buf)
-	e.key(ek)
-	x.encodeCanonicalElement(e)
-	if e.err != nil {
-		e.at(ek, -1)
-		return
-	}
-	if e.buf[len(e.buf)-1] == '}' && e.buf[len(e.buf)-2] == '{' {
-		// Only empty extensions: nothing to write.
-		e.buf = e.buf[:mark]
-	}
+	e.companion(ek, func() bool {
+		x.encodeCanonicalElement(e)
+		if e.err != nil {
+			e.at(ek, -1)
+			return false
+		}
+		return true
+	})
 }
 
 // canonicalPrimitiveValues writes the value array of a repeating primitive:
@@ -221,41 +218,17 @@ func canonicalPrimitiveElements[T any, P interface {
 	if !elements {
 		return
 	}
-	mark := len(e.buf)
-	e.key(ek)
-	e.buf = append(e.buf, '[')
-	n, written := 0, false
-	for i := range s {
+	e.companionArray(ek, len(s), func(i int) (bool, bool) {
 		p := P(&s[i])
-		el := p.hasElement()
-		if !el && !p.hasValue() {
-			continue
+		return p.hasValue(), p.hasElement()
+	}, func(i int) bool {
+		P(&s[i]).encodeCanonicalElement(e)
+		if e.err != nil {
+			e.at(ek, i)
+			return false
 		}
-		if n > 0 {
-			e.buf = append(e.buf, ',')
-		}
-		n++
-		if el {
-			item := len(e.buf)
-			p.encodeCanonicalElement(e)
-			if e.err != nil {
-				e.at(ek, i)
-				return
-			}
-			if len(e.buf)-item > 2 {
-				written = true
-				continue
-			}
-			// Only empty extensions: the item has no element.
-			e.buf = e.buf[:item]
-		}
-		e.buf = append(e.buf, "null"...)
-	}
-	if !written {
-		e.buf = e.buf[:mark]
-		return
-	}
-	e.buf = append(e.buf, ']')
+		return true
+	})
 }
 
 // canonicalPrimitiveElement writes a primitive's companion object.

@@ -281,15 +281,61 @@ func encodePrimitive[T any, P interface {
 		x.encodeValue(e)
 	}
 	if x.hasElement() {
-		mark := len(e.buf)
-		e.key(ek)
-		x.encodeElement(e)
-		if e.buf[len(e.buf)-1] == '}' && e.buf[len(e.buf)-2] == '{' {
-			// Only empty extensions (left by a partial decoding):
-			// nothing to write, as AppendCanonical writes nothing.
-			e.buf = e.buf[:mark]
-		}
+		e.companion(ek, func() bool { x.encodeElement(e); return true })
 	}
+}
+
+// companion writes the member ek, a primitive's "_" companion object, with
+// element, which reports false on an encoding error. A companion that
+// encodes empty (only empty extensions, as a partial decoding leaves) is
+// taken back: Marshal and AppendCanonical write nothing for it.
+func (e *encoder) companion(ek string, element func() bool) {
+	mark := len(e.buf)
+	e.key(ek)
+	if element() && e.buf[len(e.buf)-1] == '}' && e.buf[len(e.buf)-2] == '{' {
+		e.buf = e.buf[:mark]
+	}
+}
+
+// companionArray writes the member ek, the "_" companion array of a
+// repeating primitive of n items, aligned with its value array: item i's
+// element (written by element, which reports false on an encoding error,
+// ending the array there), null for an item with a value and no element,
+// nothing for an item with neither (has tells which). An element that
+// encodes empty (only empty extensions) is null too, and a companion of
+// nulls alone is taken back.
+func (e *encoder) companionArray(ek string, n int, has func(i int) (value, element bool), element func(i int) bool) {
+	mark := len(e.buf)
+	e.key(ek)
+	e.buf = append(e.buf, '[')
+	items, written := 0, false
+	for i := range n {
+		v, el := has(i)
+		if !el && !v {
+			continue
+		}
+		if items > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		items++
+		if el {
+			item := len(e.buf)
+			if !element(i) {
+				return
+			}
+			if len(e.buf)-item > 2 {
+				written = true
+				continue
+			}
+			e.buf = e.buf[:item]
+		}
+		e.buf = append(e.buf, "null"...)
+	}
+	if !written {
+		e.buf = e.buf[:mark]
+		return
+	}
+	e.buf = append(e.buf, ']')
 }
 
 // encodePrimitives writes a repeating primitive: the value array with null
@@ -329,36 +375,9 @@ func encodePrimitives[T any, P interface {
 		e.buf = append(e.buf, ']')
 	}
 	if elements {
-		mark := len(e.buf)
-		e.key(ek)
-		e.buf = append(e.buf, '[')
-		n, written := 0, false
-		for i := range s {
+		e.companionArray(ek, len(s), func(i int) (bool, bool) {
 			p := P(&s[i])
-			el := p.hasElement()
-			if !el && !p.hasValue() {
-				continue
-			}
-			if n > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			n++
-			if el {
-				item := len(e.buf)
-				p.encodeElement(e)
-				if len(e.buf)-item > 2 {
-					written = true
-					continue
-				}
-				// Only empty extensions: the item has no element.
-				e.buf = e.buf[:item]
-			}
-			e.buf = append(e.buf, "null"...)
-		}
-		if !written {
-			e.buf = e.buf[:mark]
-			return
-		}
-		e.buf = append(e.buf, ']')
+			return p.hasValue(), p.hasElement()
+		}, func(i int) bool { P(&s[i]).encodeElement(e); return true })
 	}
 }
