@@ -261,11 +261,15 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 	// so the answers are those of checking everything up front.
 	checker, _ := s.cfg.Pipeline.(Checker)
 	_, unchecked := checker.(syntaxChecker)
+	strictProblem := func() *acds.Problem {
+		if !unchecked {
+			return nil
+		}
+		return decodeProcessRequest(raw, new(acds.ProcessRequest))
+	}
 	refuse := func(p *acds.Problem) {
-		if unchecked {
-			if sp := decodeProcessRequest(raw, new(acds.ProcessRequest)); sp != nil {
-				p = sp
-			}
+		if sp := strictProblem(); sp != nil {
+			p = sp
 		}
 		writeProblem(w, p)
 	}
@@ -307,11 +311,9 @@ func (s *Server) handleProcess(w http.ResponseWriter, r *http.Request) {
 				refuse(invalidFHIRProblem(inv))
 				return
 			}
-			if unchecked {
-				if sp := decodeProcessRequest(raw, new(acds.ProcessRequest)); sp != nil {
-					writeProblem(w, sp)
-					return
-				}
+			if sp := strictProblem(); sp != nil {
+				writeProblem(w, sp)
+				return
 			}
 			s.log.Error("fhir check failed", "err", err)
 			writeProblem(w, acds.NewProblem(acds.ProblemInternal, "checking the FHIR input failed"))
