@@ -137,12 +137,12 @@ func (f *specFrame) kinds() (isResource, isPrimitive bool) {
 // choice (its path ends in "[x]") and whether it holds a resource (its
 // type is Resource: contained, Bundle.entry.resource…). The cache keeps
 // them beside the element, so the walk does not read the element's
-// strings. The walk's names are the
-// generated model's constants, so each (type, name) pair a validation
-// meets has one address, and the cache answers it with two comparisons
-// where the map hashes and compares the string. An entry keeps its name
-// alive, so no other string can take that address while it is cached;
-// a name built at run time only misses and is looked up in the map.
+// strings. The walk's names are the generated model's constants, so each
+// (type, name) pair a validation meets has one address, and the cache
+// answers it with two comparisons where the map hashes and compares the
+// string. An entry keeps its name alive, so no other string can take that
+// address while it is cached; a name built at run time only misses and is
+// looked up in the map.
 func elementOf(pt *spec.Type, name string) (e *spec.Element, choice, holdsResource bool) {
 	slot := &elementCache[elementSlot(pt, name)]
 	if c := slot.Load(); c != nil && c.t == pt && len(c.name) == len(name) && unsafe.StringData(c.name) == unsafe.StringData(name) {

@@ -43,7 +43,7 @@ func decodeProcessRequest(body []byte, dst *acds.ProcessRequest) *acds.Problem {
 // syntaxChecker), and, wherever the request is refused, by answering
 // with decodeProcessRequest's problem when it has one (handleProcess).
 // The POST /v1/process body is almost all data, which the check of the
-// FHIR input decodes strictly anyway; delimiting it costs about 0.6 of
+// FHIR input decodes strictly anyway; delimiting it costs about half of
 // checking it (jsonscan's BenchmarkDelimit).
 func decodeProcessRequestWith(body []byte, dst *acds.ProcessRequest, delimitData bool) *acds.Problem {
 	i := jsonscan.SkipSpace(body, 0)

@@ -90,7 +90,7 @@ type room struct {
 	// reuses for a while (see admitting); nil when there is none.
 	ample atomic.Pointer[ampleRoom]
 	now   func() time.Time                                // time.Now; a test's clock
-	space func(dir string) (total, free int64, err error) // diskSpace; a test's counter
+	space func(dir string) (total, free int64, err error) // diskSpace for admission; a test's counter
 }
 
 // ampleRoom is a measurement of the disk that found room to spare,
