@@ -112,8 +112,12 @@ func (t *notarizedTransport) RequestLines(sessionID string) []string {
 	return slices.Clone(t.lines[sessionID])
 }
 
+// Finish closes the sessions' connections, finalizes the sessions and
+// then closes the prover's control connections to the notary: the
+// transport serves one fetch, and nothing of it stays open after.
 func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, error) {
 	t.CloseIdleConnections()
+	defer t.d.CloseIdleConnections()
 	return t.d.FinalizeAll(ctx)
 }
 

@@ -180,6 +180,19 @@ func (d *Dialer) controlClient() *http.Client {
 	return d.client
 }
 
+// CloseIdleConnections closes the dialer's idle control connections to
+// the notary (those that opened and finalized sessions), which otherwise
+// stay open for 30 s each. A Dialer made for one fetch calls it once
+// FinalizeAll has returned; a later session opens a new one.
+func (d *Dialer) CloseIdleConnections() {
+	d.mu.Lock()
+	c := d.client
+	d.mu.Unlock()
+	if c != nil {
+		c.CloseIdleConnections()
+	}
+}
+
 // Sessions returns the sessions opened by this dialer and not yet
 // finalized, in dial order.
 //
