@@ -69,6 +69,8 @@
 //     unclaimed sessions are discarded after Config.FinalizeTimeout. The
 //     session id (128 random bits, sent only to the CONNECT client) is the
 //     capability to finalize; a statement binds no identity of the prover.
+//     Serve closes a connection left idle between requests after
+//     Config.IdleTimeout.
 //
 // The notary never receives client-direction keys, credentials or
 // response plaintext: the disclosed secret decrypts the server's

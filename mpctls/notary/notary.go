@@ -62,6 +62,12 @@ type Config struct {
 	// FinalizeTimeout is how long a closed session waits for its finalize
 	// request before it is discarded. Zero means 2 minutes.
 	FinalizeTimeout time.Duration
+	// IdleTimeout is how long Serve keeps a connection open between two
+	// requests (a prover's control connection, idle after a finalize)
+	// before it closes it, so that connections a client leaves open do not
+	// pile up. Zero means 2 minutes. Tunnels are not idle connections:
+	// SessionTimeout bounds them.
+	IdleTimeout time.Duration
 	// MaxSessions bounds the sessions held at once, open or awaiting
 	// finalization; a CONNECT beyond it gets 503. Zero means 64.
 	MaxSessions int
@@ -138,6 +144,9 @@ func New(cfg Config) (*Notary, error) {
 	if cfg.FinalizeTimeout <= 0 {
 		cfg.FinalizeTimeout = 2 * time.Minute
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 2 * time.Minute
+	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = 64
 	}
@@ -182,6 +191,7 @@ func (n *Notary) Serve(l net.Listener) error {
 	srv := &http.Server{
 		Handler:           n.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       n.cfg.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}

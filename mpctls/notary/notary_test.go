@@ -537,3 +537,37 @@ func TestCloseWaitsForConnectInFlight(t *testing.T) {
 		t.Fatalf("spool after Close: %d entries, %v", len(ents), err)
 	}
 }
+
+// TestIdleConnectionsClosed: Serve closes a keep-alive connection left
+// idle after a request once IdleTimeout has passed, so that connections a
+// client does not close cannot pile up (it had no idle timeout: a
+// prover's idle control connections stayed open as long as the prover
+// kept them).
+func TestIdleConnectionsClosed(t *testing.T) {
+	n := notarytest.StartNotary(t, notary.Config{IdleTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", n.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A finalize of an unknown session: answered, and the connection kept.
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: notary\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}", notary.FinalizePath("unknown"))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.Close {
+		t.Fatalf("the notary closed the connection with its answer (%d); the test needs it kept alive", resp.StatusCode)
+	}
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: read %v, want EOF (closed by the notary)", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("idle connection closed after %v, want about 200ms", d)
+	}
+}
