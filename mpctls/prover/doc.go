@@ -12,6 +12,7 @@
 //	... read and close the body ...
 //	tr.CloseIdleConnections()          // ends the notarized sessions
 //	results, err := d.FinalizeAll(ctx) // one Result per TLS connection
+//	d.CloseIdleConnections()           // the control connections to the notary
 //	p, err := results[0].PresentAll()  // or Presentation(selected seqs)
 //
 // Each TLS connection is one notarized session. The dialer runs crypto/tls

@@ -182,8 +182,8 @@ func (d *Dialer) controlClient() *http.Client {
 
 // CloseIdleConnections closes the dialer's idle control connections to
 // the notary (those that opened and finalized sessions), which otherwise
-// stay open for 30 s each. A Dialer made for one fetch calls it once
-// FinalizeAll has returned; a later session opens a new one.
+// stay open for 30 s each. Whoever made the Dialer for one fetch calls
+// it once FinalizeAll has returned; a later session opens a new one.
 func (d *Dialer) CloseIdleConnections() {
 	d.mu.Lock()
 	c := d.client
