@@ -161,7 +161,7 @@ func FuzzScanPage(f *testing.F) {
 				want.resourceType, want.next, len(want.entries))
 		}
 		for i := range p.entries {
-			if !bytes.Equal(p.entries[i].resource, want.entries[i].resource) || p.entries[i].outcome != want.entries[i].outcome {
+			if !bytes.Equal(p.entries[i].resource, want.entries[i].resource) || p.entries[i].outcome != want.entries[i].outcome || p.entries[i].include != want.entries[i].include {
 				t.Fatalf("entry %d: scanPage %q %v; encoding/json %q %v", i, p.entries[i].resource, p.entries[i].outcome,
 					want.entries[i].resource, want.entries[i].outcome)
 			}
@@ -218,6 +218,7 @@ func pageByEncodingJSON(b []byte) (*page, error) {
 					return nil, err
 				}
 				pe.outcome = m != nil && m.Mode == "outcome"
+				pe.include = m != nil && m.Mode == "include"
 			}
 			p.entries = append(p.entries, pe)
 		}

@@ -75,6 +75,7 @@ type page struct {
 type pageEntry struct {
 	resource []byte // the resource's JSON; nil when the entry has none
 	outcome  bool   // search.mode is "outcome": an OperationOutcome, not data
+	include  bool   // search.mode is "include": not a match of the search
 	// typ and id are the resource's, read in the same walk; headerErr
 	// says the resource is not an object with string ones.
 	typ, id   string
@@ -174,6 +175,7 @@ func scanPage(b []byte) (*page, error) {
 							return 0, err
 						}
 						pe.outcome = s != nil && s.Mode == "outcome"
+						pe.include = s != nil && s.Mode == "include"
 						return end, nil
 					}
 					return jsonscan.Value(b, i, 3)
