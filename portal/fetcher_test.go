@@ -155,3 +155,34 @@ func TestNotarizedFetchFailures(t *testing.T) {
 		t.Fatalf("no factory: %v", err)
 	}
 }
+
+// TestNotarizedCompartmentFetch: a record assembled from the compartment's
+// searches (no $everything, bare ids matching nothing) through notarized
+// sessions: the sessions carry every request the coverage lists, and the
+// coverage accounts for every page the fetch read.
+func TestNotarizedCompartmentFetch(t *testing.T) {
+	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 3, Failures: demoportal.Failures{NoEverything: true, BareIDBlind: true}}, notarytest.LoopbackOnly)
+	base := "https://" + portalHost + ":" + p.Port + "/fhir"
+	want := p.Patients()[2]
+	res, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemSMARTForm, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resources != want.Resources || res.Coverage.Everything {
+		t.Fatalf("%d resources (everything %v), want %d", res.Resources, res.Coverage.Everything, want.Resources)
+	}
+	var carried []string
+	for _, s := range res.Sessions {
+		carried = append(carried, s.RequestLines...)
+	}
+	pages := 0
+	for _, r := range res.Coverage.Requests {
+		pages += r.Pages
+		if !slices.Contains(carried, r.RequestLine) {
+			t.Errorf("no notarized session carried %q", r.RequestLine)
+		}
+	}
+	if pages != res.Pages || len(res.RequestLines) != res.Pages {
+		t.Errorf("coverage has %d pages, the fetch read %d in %d requests", pages, res.Pages, len(res.RequestLines))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/spec"
@@ -277,5 +278,55 @@ func TestEmptyRecordIDIsTheLoginsPatient(t *testing.T) {
 	}
 	if _, ferr := testConnector().Fetch(context.Background(), p.client, req); !errors.Is(ferr, portal.ErrRecordIDRequired) {
 		t.Fatalf("Fetch: %v", ferr)
+	}
+}
+
+// TestCompartmentFetchFigures fetches every demo patient from a portal
+// with $everything, and from portals without it whose searches ignore the
+// bare id (with and without a CapabilityStatement), and logs per patient
+// the resources of the patient's compartment fetched against those the
+// portal holds there, the resources outside it that came along, and the
+// time of each fetch (go test -run TestCompartmentFetchFigures -v
+// ./portal/). It asserts the counts only: the whole compartment, and
+// nothing $everything would not give.
+func TestCompartmentFetchFigures(t *testing.T) {
+	shapes := []struct {
+		name     string
+		failures demoportal.Failures
+	}{
+		{"$everything", demoportal.Failures{}},
+		{"searches, bare-id blind", demoportal.Failures{NoEverything: true, BareIDBlind: true}},
+		{"searches, no CapabilityStatement", demoportal.Failures{NoEverything: true, BareIDBlind: true, NoCapabilityStatement: true}},
+	}
+	whole := map[string]map[string]bool{}
+	for _, sh := range shapes {
+		p := startDemo(t, demoportal.Options{Patients: 4, Failures: sh.failures})
+		for _, pt := range p.Patients() {
+			start := time.Now()
+			rec, err := testConnector().Fetch(context.Background(), p.client, portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: p.Base, RecordID: pt.ID, Credentials: demoCreds})
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("%s %s: %v", sh.name, pt.ID, err)
+			}
+			got := entries(t, rec, pt.ID)
+			if whole[pt.ID] == nil {
+				whole[pt.ID] = got // $everything's, the first shape
+			}
+			inside := 0
+			for k := range got {
+				typ, _, _ := strings.Cut(k, "/")
+				if spec.PatientCompartmentType(typ) != nil {
+					inside++
+				}
+				if !whole[pt.ID][k] {
+					t.Errorf("%s %s: %s, which $everything does not give", sh.name, pt.ID, k)
+				}
+			}
+			if inside != pt.Compartment {
+				t.Errorf("%s %s: %d of the %d compartment resources", sh.name, pt.ID, inside, pt.Compartment)
+			}
+			t.Logf("%-34s %s: compartment %4d of %4d held (%5.1f %%), %2d outside it, %3d requests, %4d pages, %v", sh.name, pt.ID, inside, pt.Compartment,
+				100*float64(inside)/float64(pt.Compartment), rec.Resources-inside, len(rec.Coverage.Requests), rec.Pages, took.Round(time.Millisecond))
+		}
 	}
 }
