@@ -77,8 +77,9 @@
 // of $everything may be another patient's, so a portal that ignores a
 // search parameter cannot put other patients' records into this one. A
 // search that fails (an error status, a page that is not a Bundle, a next
-// link that leaves the portal's origin or loops) fails the fetch with an
-// error naming the request. Record.Coverage (acds.Coverage) says what the
+// link that leaves the portal's origin or loops, a Bundle.total counting
+// more matches than the pages held) fails the fetch with an error naming
+// the request. Record.Coverage (acds.Coverage) says what the
 // record was assembled from: $everything or searches, every FHIR API
 // request with its status, pages and entries, and the compartment types
 // the portal does not search. Every resource appears once in the

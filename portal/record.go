@@ -292,13 +292,15 @@ func (e *notFound) Error() string { return "not found: HTTP " + strconv.Itoa(e.s
 // search must be in the patient's compartment, and none of $everything
 // in another patient's; a failed page fails the fetch, except a first
 // page that says the portal lacks the search when strict is false
-// (*notFound).
+// (*notFound), and so does a last page whose Bundle.total counts more
+// matches than the pages held.
 func (f *recordFetch) pages(ctx context.Context, u string, ct *spec.CompartmentType, strict bool) error {
 	s := f.s
 	first := f.opOf(u)
 	op := first
 	seen := map[string]bool{}
 	req := -1
+	answered, total := 0, -1 // the matches read, and the last page's count of them
 	for n := 1; u != ""; n++ {
 		if seen[u] {
 			return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "the next links loop"}
@@ -331,9 +333,13 @@ func (f *recordFetch) pages(ctx context.Context, u string, ct *spec.CompartmentT
 		if p.resourceType != "Bundle" {
 			return &Error{Kind: ErrResponseInvalid, Op: op, Detail: "the answer is not a Bundle"}
 		}
+		total = p.total
 		for _, e := range p.entries {
 			if e.outcome || e.typ == "OperationOutcome" {
 				continue // not data
+			}
+			if ct == nil || !e.include {
+				answered++
 			}
 			if ct != nil && (e.include || e.typ != ct.Type && e.headerErr == nil && e.resource != nil) {
 				// Not a match of the search (an included resource, or
@@ -353,6 +359,12 @@ func (f *recordFetch) pages(ctx context.Context, u string, ct *spec.CompartmentT
 			u = nu.String()
 			op = fmt.Sprintf("%s (page %d)", first, n+1)
 		}
+	}
+	if total > answered {
+		// A server that pages without next links (by _offset, say) would
+		// otherwise leave the rest out unseen.
+		return &Error{Kind: ErrResponseInvalid, Op: first,
+			Detail: fmt.Sprintf("the answer holds %d of the %d matches it counts, with no next link to the others", answered, total)}
 	}
 	return nil
 }

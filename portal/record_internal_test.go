@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -297,5 +298,24 @@ func jsonHasDuplicateKeys(b []byte) bool {
 			}
 		}
 		expectKey = len(stack) > 0 && stack[len(stack)-1] != nil
+	}
+}
+
+// TestTotalBeyondThePages: a search whose Bundle.total counts more
+// matches than its pages held, with no next link to the rest (a server
+// that pages by _offset only), fails the fetch instead of leaving them
+// out unseen.
+func TestTotalBeyondThePages(t *testing.T) {
+	obs := `{"resourceType":"Observation","id":"o1","subject":{"reference":"Patient/p1"}}`
+	page := `{"resourceType":"Bundle","type":"searchset","total":%d,"entry":[{"resource":` + obs + `}]}`
+	for total, ok := range map[int]bool{1: true, 0: true, 3: false} {
+		_, _, err := fetchRoutes(t, map[string]answer{
+			"metadata":                       {200, capSearch},
+			"Patient/p1":                     {200, patientP1},
+			"Observation?subject=Patient/p1": {200, fmt.Sprintf(page, total)},
+		})
+		if ok != (err == nil) || !ok && (!errors.Is(err, ErrResponseInvalid) || !strings.Contains(err.Error(), "1 of the 3 matches")) {
+			t.Errorf("total %d: %v", total, err)
+		}
 	}
 }
