@@ -603,7 +603,7 @@ type clientHello struct {
 	sni       string
 	psk       bool
 	earlyData bool
-	ems       bool           // offers the extended master secret (RFC 7627)
+	ems       bool            // offers the extended master secret (RFC 7627)
 	shares    []keyShareEntry // key_share entries, in order
 }
 

@@ -214,3 +214,20 @@ func (s *Sealer) Seal(dst []byte, seq uint64, contentType uint8, plaintext []byt
 	}
 	return s.aead.Seal(dst, nonce[:], plaintext, aad[:]), nil
 }
+
+// NewOpener13Keys returns the opener for TLS 1.3 records protected with
+// the given write key and IV of suite s, for a holder of the keys but not
+// of the traffic secret they come from.
+func NewOpener13Keys(s Suite, key, iv []byte) (*Opener, error) {
+	if s.Version != VersionTLS13 {
+		return nil, fmt.Errorf("%w: %s is not a tls 1.3 suite", ErrUnsupported, s.Name)
+	}
+	if len(iv) != 12 {
+		return nil, fmt.Errorf("%w: %s iv of %d bytes", ErrDecrypt, s.Name, len(iv))
+	}
+	a, err := s.aead(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Opener{suite: s, aead: a, iv: append([]byte(nil), iv...)}, nil
+}
