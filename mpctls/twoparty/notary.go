@@ -296,6 +296,9 @@ func (n *Notary) serve(ctx context.Context, r request) error {
 		return n.ks13.nextEpoch(ctx)
 
 	case r.kind == reqReveal && n.ready && int(r.epoch) == len(n.reveals) && !n.cut:
+		if len(n.reveals) >= mpctls.MaxReveals {
+			return n.refuse(ctx, fmt.Errorf("%w: more than %d reveals in one session", ErrProtocol, mpctls.MaxReveals))
+		}
 		if n.ks13 != nil && int(r.epoch) >= len(n.ks13.keys) || n.ks12 != nil && (r.epoch != 0 || !r.end) {
 			return n.refuse(ctx, fmt.Errorf("%w: epoch %d has no keys to reveal", ErrProtocol, r.epoch))
 		}
