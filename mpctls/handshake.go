@@ -569,7 +569,11 @@ func (s *hsStream) nextMsg(step string) ([]byte, error) {
 			}
 			continue
 		case RecordAlert:
-			return nil, hsErr(ErrHandshake, step, fmt.Errorf("%s sent alert %x", r.Dir, frag))
+			ae := &AlertError{Dir: r.Dir}
+			if len(frag) == 2 {
+				ae.Level, ae.Description = frag[0], frag[1]
+			}
+			return nil, hsErr(ErrHandshake, step, ae)
 		case RecordHandshake:
 			if s.opener != nil {
 				return nil, &RecordError{Dir: r.Dir, Seq: r.Seq, Reason: "plaintext handshake after keys changed", Err: ErrHandshake}

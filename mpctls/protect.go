@@ -231,3 +231,13 @@ func NewOpener13Keys(s Suite, key, iv []byte) (*Opener, error) {
 	}
 	return &Opener{suite: s, aead: a, iv: append([]byte(nil), iv...)}, nil
 }
+
+// NewSealer13Keys returns the sealer for TLS 1.3 records protected with
+// the given write key and IV of suite s.
+func NewSealer13Keys(s Suite, key, iv []byte) (*Sealer, error) {
+	o, err := NewOpener13Keys(s, key, iv)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{suite: o.suite, aead: o.aead, iv: o.iv}, nil
+}

@@ -137,6 +137,10 @@ type Conn struct {
 	opener *mpctls.Opener
 	kuFor  int // the epoch a KeyUpdate was requested for, or -1
 	kuAt   uint64
+	// endsAt is the server record the current epoch was revealed to end
+	// at (its KeyUpdate), or -1 when it was revealed at the end of the
+	// server direction.
+	endsAt int64
 	cut    bool // the server direction was revealed at its end: nothing more comes
 	points []*mpctls.Checkpoint
 
@@ -178,7 +182,7 @@ func newConn(tunnel net.Conn, e engine, cfg Config) *Conn {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	c := &Conn{tunnel: tunnel, e: e, cfg: cfg, changed: make(chan struct{}), loopDone: make(chan struct{}), kuFor: -1}
+	c := &Conn{tunnel: tunnel, e: e, cfg: cfg, changed: make(chan struct{}), loopDone: make(chan struct{}), kuFor: -1, endsAt: -1}
 	go c.readLoop()
 	return c
 }
@@ -354,6 +358,11 @@ func (c *Conn) handshake(ctx context.Context) error {
 		return fmt.Errorf("twoparty: waiting for the server hello: %w", err)
 	}
 	if err != nil {
+		if alert := serverAlert(err); alert != "" {
+			// A server that accepts none of the suites or groups MPC mode
+			// offers answers the hello with a handshake failure.
+			return fmt.Errorf("%w: the server refused the hello (%s): %w", ErrUnsupported, alert, err)
+		}
 		return err
 	}
 	if kx.HelloRetry {
@@ -376,6 +385,24 @@ func (c *Conn) handshake(ctx context.Context) error {
 		return fmt.Errorf("%w: tls 1.2 without the extended master secret", ErrUnsupported)
 	}
 	return c.handshake12(ctx, kx, share)
+}
+
+// serverAlert names the alert a server answered the ClientHello with when
+// it means "nothing offered is acceptable", or "".
+func serverAlert(err error) string {
+	var ae *mpctls.AlertError
+	if !errors.As(err, &ae) || ae.Dir != mpctls.ServerToClient {
+		return ""
+	}
+	switch ae.Description {
+	case 40:
+		return "handshake_failure"
+	case 70:
+		return "protocol_version"
+	case 71:
+		return "insufficient_security"
+	}
+	return ""
 }
 
 func (c *Conn) handshakeOptions() mpctls.HandshakeOptions {
@@ -726,6 +753,15 @@ func (c *Conn) consume(rec *mpctls.Record) error {
 	rec.Raw = nil
 	c.mu.Unlock()
 	c.next++
+	if c.endsAt >= 0 && rec.Seq == uint64(c.endsAt) {
+		// The epoch was revealed to end here: this record must be the
+		// KeyUpdate that ends it.
+		defer func() {
+			if c.opener != nil {
+				c.rerr = fmt.Errorf("%w: server record %d is not a key update", ErrEpoch, rec.Seq)
+			}
+		}()
+	}
 	switch typ {
 	case mpctls.RecordApplicationData:
 		c.plain = pt
@@ -756,6 +792,7 @@ func (c *Conn) consume(rec *mpctls.Record) error {
 				}
 				c.epochs = append(c.epochs, rec.Seq+1)
 				c.opener = nil
+				c.endsAt = -1
 				if msg[4] == 1 {
 					c.wmu.Lock()
 					err := c.sendKeyUpdate(false)
@@ -906,6 +943,10 @@ func (c *Conn) revealAt(epoch int, after uint64, end bool) error {
 	}
 	c.points = append(c.points, cp)
 	c.cut = c.cut || end
+	c.endsAt = -1
+	if !end {
+		c.endsAt = int64(after)
+	}
 	c.dmu.Lock()
 	c.revealed = epoch + 1
 	c.dmu.Unlock()

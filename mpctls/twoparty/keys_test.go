@@ -131,6 +131,12 @@ type outcomeOrErr struct {
 }
 
 func startSession(t testing.TB, server string, cfg Config) *session {
+	return startSessionWith(t, server, cfg, func(r *testRelay) Relay { return r })
+}
+
+// startSessionWith is startSession with the notary's side on the relay
+// wrap returns.
+func startSessionWith(t testing.TB, server string, cfg Config, wrap func(*testRelay) Relay) *session {
 	t.Helper()
 	relay := startRelay(t, server)
 	pe, ne, hub := idealPair()
@@ -140,7 +146,7 @@ func startSession(t testing.TB, server string, cfg Config) *session {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	n := newNotary(ne, relay, NotaryConfig{ServerName: testHost, Roots: getPKI(t).roots, Start: time.Now()})
+	n := newNotary(ne, wrap(relay), NotaryConfig{ServerName: testHost, Roots: getPKI(t).roots, Start: time.Now()})
 	out := make(chan outcomeOrErr, 1)
 	go func() {
 		o, err := n.Serve(ctx)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acds-project/acds/mpctls"
 )
@@ -23,6 +24,7 @@ type testRelay struct {
 	sid  [16]byte
 
 	mu      sync.Mutex
+	recs    []mpctls.Record // every record, in arrival order
 	hs      []mpctls.Record
 	hsDone  bool
 	tr      mpctls.Transcript
@@ -33,7 +35,8 @@ type testRelay struct {
 	// inject, when set, is written to the client after each server
 	// record the relay forwards, as an attacker on the path to the
 	// server could; it is recorded like the server's own records.
-	inject func(after mpctls.Record) []byte
+	inject      func(after mpctls.Record) []byte
+	injectedSeq uint64
 }
 
 func startRelay(t testing.TB, server string) *testRelay {
@@ -85,6 +88,7 @@ func (r *testRelay) add(rec mpctls.Record) bool {
 	if err := r.tr.Add(rec); err != nil {
 		return false
 	}
+	r.recs = append(r.recs, rec)
 	if !r.hsDone {
 		r.hs = append(r.hs, rec)
 		if rec.Dir == mpctls.ClientToServer && rec.Type == mpctls.RecordApplicationData {
@@ -123,6 +127,9 @@ func (r *testRelay) pump(src, dst net.Conn, dir mpctls.Direction) {
 			if raw := r.inject(rec); raw != nil {
 				injected++
 				fake := mpctls.Record{Dir: dir, Seq: rec.Seq + 1, Type: raw[0], Version: uint16(raw[1])<<8 | uint16(raw[2]), Raw: raw}
+				r.mu.Lock()
+				r.injectedSeq = fake.Seq
+				r.mu.Unlock()
 				if r.add(fake) {
 					dst.Write(raw)
 				}
@@ -152,10 +159,39 @@ func (r *testRelay) Commit(epoch uint32, cut bool) ([]byte, uint64, error) {
 	return b, cp.ServerRecords, err
 }
 
-// records returns everything recorded, for the tests' own checks.
-func (r *testRelay) transcript() *mpctls.Transcript {
+// all returns every record, in arrival order.
+func (r *testRelay) all() []mpctls.Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := r.tr
-	return &t
+	return append([]mpctls.Record(nil), r.recs...)
+}
+
+// clientRecords returns the client's records so far.
+func (r *testRelay) clientRecords() []mpctls.Record {
+	var out []mpctls.Record
+	for _, rec := range r.all() {
+		if rec.Dir == mpctls.ClientToServer {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// sign signs the MPC-mode statement of everything recorded, as package
+// notary would, and returns it with the key to verify it under.
+func (r *testRelay) sign(t testing.TB, o *Outcome) ([]byte, []ed25519.PublicKey) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	st := &mpctls.Statement{SessionID: r.sid, Start: now, End: now, SNI: testHost, Address: "127.0.0.1:1",
+		Version: o.Handshake.Version, CipherSuite: o.Handshake.CipherSuite, CertChainDigest: o.Handshake.CertChainDigest,
+		Root: r.tr.Root(), ClientRecords: r.tr.Records(mpctls.ClientToServer), ClientBytes: r.tr.Bytes(mpctls.ClientToServer),
+		ServerRecords: r.tr.Records(mpctls.ServerToClient), ServerBytes: r.tr.Bytes(mpctls.ServerToClient),
+		Mode: mpctls.ModeMPC, Reveals: o.Reveals}
+	b, err := st.Sign(r.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, []ed25519.PublicKey{r.pub}
 }
