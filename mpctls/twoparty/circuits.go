@@ -18,6 +18,17 @@ import (
 // as its input); each HMAC output costs one compression from the outer
 // midstate, which never leaves the engine. The circuits do not depend on
 // the session, so they are built once and garbled ahead.
+//
+// An inner hash the notary feeds in chooses which HMAC of the secret key
+// the circuit computes. Where that output is opened to the notary, a
+// notary choosing the inner hash of another derivation would have that
+// secret opened to it (derived(HS) in place of SHTS gives it the master
+// secret; in TLS 1.2 an A(i) slot is an oracle for the key block). So
+// those circuits take the prover's own copy of each such inner hash as
+// well and output a check bit, the AND of their equalities, after the
+// first output group (or as the first group, when that is opened to
+// both), which is opened to the prover first: it takes part in opening
+// anything to the notary only if the bit is set.
 
 // Sizes in bits.
 const (
@@ -56,6 +67,24 @@ func hmacPads(b *circuit.Builder, key []circuit.Wire) (inner, outer []circuit.Wi
 // hmacOut returns the HMAC output from its outer midstate and inner hash.
 func hmacOut(b *circuit.Builder, outer, inner []circuit.Wire) []circuit.Wire {
 	return circuit.SHA256Compress(b, outer, pad96(inner))
+}
+
+// checked returns the notary's inputs, and ANDs into ok their equality
+// with the prover's copies.
+func checked(b *circuit.Builder, ok circuit.Wire, notary, prover [][]circuit.Wire) circuit.Wire {
+	for i := range notary {
+		ok = b.AND(ok, b.Equal(notary[i], prover[i]))
+	}
+	return ok
+}
+
+// inputs declares n inputs of 256 bits.
+func inputs(b *circuit.Builder, n int) [][]circuit.Wire {
+	out := make([][]circuit.Wire, n)
+	for i := range out {
+		out[i] = b.Input(256)
+	}
+	return out
 }
 
 // mustBuild builds b or panics: the circuits here are fixed, so a failure
@@ -109,8 +138,8 @@ type circuits13 struct {
 	// constants.
 	handshake *circuit.Circuit
 	// hsTraffic: HS outer midstate and the inner hashes of CHTS, SHTS and
-	// derived → CHTS; SHTS ‖ inner midstate of derived; outer midstate of
-	// derived.
+	// derived, the notary's and the prover's → CHTS ‖ check bit; SHTS ‖
+	// inner midstate of derived; outer midstate of derived.
 	hsTraffic *circuit.Circuit
 	// master: derived's outer midstate and the inner hash of MS =
 	// HMAC(derived, 0³²) → inner midstate of MS; outer midstate of MS.
@@ -142,12 +171,13 @@ var tls13Circuits = sync.OnceValue(func() *circuits13 {
 
 	b = circuit.NewBuilder()
 	ho = b.Input(stateBits)
-	ic, is, id := b.Input(256), b.Input(256), b.Input(256)
-	chts := hmacOut(b, ho, ic)
-	shts := hmacOut(b, ho, is)
-	derived := hmacOut(b, ho, id)
+	nin, pin := inputs(b, 3), inputs(b, 3)
+	ok := checked(b, circuit.One, nin, pin)
+	chts := hmacOut(b, ho, nin[0])
+	shts := hmacOut(b, ho, nin[1])
+	derived := hmacOut(b, ho, nin[2])
 	di, do := hmacPads(b, derived)
-	b.Output(chts)
+	b.Output(circuit.Concat(chts, []circuit.Wire{ok}))
 	b.Output(circuit.Concat(shts, di))
 	b.Output(do)
 	c.hsTraffic = mustBuild(b)
@@ -199,23 +229,25 @@ var tls13Circuits = sync.OnceValue(func() *circuits13 {
 type circuits12 struct {
 	// pms: PMS → its inner and outer midstates as an HMAC key.
 	pms *circuit.Circuit
-	// outer: an outer midstate and an inner hash → the HMAC output.
+	// outer: an outer midstate and an inner hash, the notary's and the
+	// prover's → check bit; the HMAC output.
 	outer *circuit.Circuit
-	// outer2: an outer midstate and two inner hashes → both outputs.
+	// outer2: an outer midstate and two inner hashes, the notary's and
+	// the prover's → check bit; both outputs.
 	outer2 *circuit.Circuit
 	// master: the PMS outer midstate, P_hash's first block and the inner
 	// hash of its second → inner midstate of the 48-byte master secret;
 	// its outer midstate.
 	master *circuit.Circuit
 	// keyBlock: MS outer midstate and the inner hashes of the key
-	// expansion's A(2) and first block and of the client Finished's P(1)
-	// → A(2) ‖ client verify_data (12 bytes); client write key (16);
-	// server write key (16).
+	// expansion's A(2) and first block and of the client Finished's P(1),
+	// the notary's and the prover's → client write key (16) ‖ check bit;
+	// A(2) ‖ client verify_data (12 bytes); server write key (16).
 	keyBlock *circuit.Circuit
 	// keyBlock2: MS outer midstate and the inner hashes of the key
-	// expansion's second block and of the server Finished's A(1) →
-	// client write IV (4); server write IV (4); the server Finished's
-	// A(1).
+	// expansion's second block and of the server Finished's A(1), the
+	// notary's and the prover's → client write IV (4) ‖ check bit; server
+	// write IV (4); the server Finished's A(1).
 	keyBlock2 *circuit.Circuit
 	// serverFinished: MS outer midstate, the server write key and IV,
 	// the inner hash of the server Finished's P(1), and the Finished
@@ -235,15 +267,18 @@ var tls12Circuits = sync.OnceValue(func() *circuits12 {
 	c.pms = mustBuild(b)
 
 	b = circuit.NewBuilder()
-	st, in := b.Input(stateBits), b.Input(256)
-	b.Output(hmacOut(b, st, in))
+	st := b.Input(stateBits)
+	nin, pin := inputs(b, 1), inputs(b, 1)
+	b.Output([]circuit.Wire{checked(b, circuit.One, nin, pin)})
+	b.Output(hmacOut(b, st, nin[0]))
 	c.outer = mustBuild(b)
 
 	b = circuit.NewBuilder()
 	st = b.Input(stateBits)
-	in1, in2 := b.Input(256), b.Input(256)
-	b.Output(hmacOut(b, st, in1))
-	b.Output(hmacOut(b, st, in2))
+	nin, pin = inputs(b, 2), inputs(b, 2)
+	b.Output([]circuit.Wire{checked(b, circuit.One, nin, pin)})
+	b.Output(hmacOut(b, st, nin[0]))
+	b.Output(hmacOut(b, st, nin[1]))
 	c.outer2 = mustBuild(b)
 
 	b = circuit.NewBuilder()
@@ -258,22 +293,24 @@ var tls12Circuits = sync.OnceValue(func() *circuits12 {
 
 	b = circuit.NewBuilder()
 	mo = b.Input(stateBits)
-	ika2, ikb1, icf := b.Input(256), b.Input(256), b.Input(256)
-	a2 := hmacOut(b, mo, ika2)
-	kb1 := hmacOut(b, mo, ikb1)
-	cvd := hmacOut(b, mo, icf)[:96]
+	nin, pin = inputs(b, 3), inputs(b, 3)
+	ok := checked(b, circuit.One, nin, pin)
+	a2 := hmacOut(b, mo, nin[0])
+	kb1 := hmacOut(b, mo, nin[1])
+	cvd := hmacOut(b, mo, nin[2])[:96]
+	b.Output(circuit.Concat(kb1[:128], []circuit.Wire{ok}))
 	b.Output(circuit.Concat(a2, cvd))
-	b.Output(kb1[:128])
 	b.Output(kb1[128:])
 	c.keyBlock = mustBuild(b)
 
 	b = circuit.NewBuilder()
 	mo = b.Input(stateBits)
-	ikb2, isa1 := b.Input(256), b.Input(256)
-	kb2 := hmacOut(b, mo, ikb2)
-	b.Output(kb2[:32])
+	nin, pin = inputs(b, 2), inputs(b, 2)
+	ok = checked(b, circuit.One, nin, pin)
+	kb2 := hmacOut(b, mo, nin[0])
+	b.Output(circuit.Concat(kb2[:32], []circuit.Wire{ok}))
 	b.Output(kb2[32:64])
-	b.Output(hmacOut(b, mo, isa1))
+	b.Output(hmacOut(b, mo, nin[1]))
 	c.keyBlock2 = mustBuild(b)
 
 	b = circuit.NewBuilder()

@@ -317,6 +317,7 @@ func (c *Conn) Handshake(ctx context.Context) error {
 		c.wmu.Unlock()
 		if c.hsErr != nil {
 			c.tunnel.Close()
+			c.e.Close()
 		}
 	})
 	return c.hsErr
@@ -425,7 +426,7 @@ func (c *Conn) handshake13(ctx context.Context, kx *mpctls.KeyExchange) error {
 		return err
 	}
 	c.ks13 = newSchedule13(c.e, prover, c.suite.KeyLen)
-	chts, shts, err := c.ks13.handshake(ctx, pms, nil)
+	chts, shts, err := c.ks13.handshake(ctx, pms, transcriptHash(kx.Messages...))
 	if err != nil {
 		return err
 	}
@@ -507,21 +508,23 @@ func (c *Conn) handshake12(ctx context.Context, kx *mpctls.KeyExchange, share []
 		return err
 	}
 	c.ks12 = newSchedule12(c.e, prover)
-	if err := c.ks12.master(ctx, pms, nil); err != nil {
+	msgs := append(append([][]byte(nil), kx.Messages...), cke)
+	sessionHash := transcriptHash(msgs...)
+	if err := c.ks12.master(ctx, pms, sessionHash); err != nil {
 		return err
 	}
-	ckey, cvd, err := c.ks12.keys(ctx, kx.ClientRandom, kx.ServerRandom, nil)
+	ckey, cvd, err := c.ks12.keys(ctx, kx.ClientRandom, kx.ServerRandom, sessionHash)
 	if err != nil {
 		return err
 	}
-	civ, err := c.ks12.keys2(ctx, nil)
+	fin := append([]byte{typeFinished, 0, 0, 12}, cvd...)
+	civ, err := c.ks12.keys2(ctx, transcriptHash(append(msgs, fin)...))
 	if err != nil {
 		return err
 	}
 	if c.wseal, err = mpctls.NewSealer12(c.suite, ckey, civ); err != nil {
 		return err
 	}
-	fin := append([]byte{typeFinished, 0, 0, 12}, cvd...)
 	raw, err := c.wseal.Seal(nil, 0, mpctls.RecordHandshake, fin)
 	if err != nil {
 		return err
@@ -1022,6 +1025,7 @@ func (c *Conn) finish(ctx context.Context) (*Secrets, error) {
 	if c.hsErr != nil {
 		return nil, c.hsErr
 	}
+	defer c.e.Close()
 	if _, err := c.ask(ctx, request{kind: reqFinish}); err != nil {
 		return nil, err
 	}

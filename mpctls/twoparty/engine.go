@@ -65,4 +65,6 @@ type engine interface {
 	// Sent and Received count the bytes the session sent and received.
 	Sent() int64
 	Received() int64
+	// Close ends the session and closes its connection.
+	Close() error
 }

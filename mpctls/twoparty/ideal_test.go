@@ -298,6 +298,8 @@ func (s *idealSide) Recv(ctx context.Context, max int) ([]byte, error) {
 
 func (s *idealSide) Sent() int64 { return s.h.sent[s.side].Load() }
 
+func (s *idealSide) Close() error { return nil }
+
 func (s *idealSide) Received() int64 {
 	if s.side == prover {
 		return s.h.sent[notary].Load()

@@ -146,7 +146,7 @@ func startSessionWith(t testing.TB, server string, cfg Config, wrap func(*testRe
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	n := newNotary(ne, wrap(relay), NotaryConfig{ServerName: testHost, Roots: getPKI(t).roots, Start: time.Now()})
+	n := newNotary(ne, wrap(relay), NotaryConfig{Roots: getPKI(t).roots})
 	out := make(chan outcomeOrErr, 1)
 	go func() {
 		o, err := n.Serve(ctx)
@@ -230,10 +230,10 @@ func TestKeysEqualCryptoTLS(t *testing.T) {
 			}
 			if tc.version == tls.VersionTLS13 {
 				toP, toBoth := s.hub.openedTo(toProver), s.hub.openedTo(toBoth)
-				// Opened to the prover, in order: CHTS, CATS, then the
+				// Opened to the prover, in order: CHTS (and the check bit), CATS, then the
 				// epochs' keys and SATS₀; to both: the HS inner midstate,
 				// SHTS ‖ derived's inner midstate, …
-				eq(t, "CHTS", toP[0], log.secret(t, "CLIENT_HANDSHAKE_TRAFFIC_SECRET"))
+				eq(t, "CHTS", toP[0][:32], log.secret(t, "CLIENT_HANDSHAKE_TRAFFIC_SECRET"))
 				eq(t, "CATS", toP[1], log.secret(t, "CLIENT_TRAFFIC_SECRET_0"))
 				eq(t, "SHTS", toBoth[1][:32], log.secret(t, "SERVER_HANDSHAKE_TRAFFIC_SECRET"))
 				eq(t, "SHTS (client's)", sec.ServerHandshakeTrafficSecret, log.secret(t, "SERVER_HANDSHAKE_TRAFFIC_SECRET"))

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -293,3 +294,57 @@ func TestEpochEndsElsewhere(t *testing.T) {
 }
 
 var _ net.Conn = (*Conn)(nil)
+
+// swapNotary is a notary engine that feeds the inner hash of
+// derived(HS) where SHTS's belongs, to have derived(HS) — and with it the
+// master secret and the client's keys — opened to it.
+type swapNotary struct {
+	*idealSide
+	hsInner [32]byte
+	opens   int
+	assigns int
+}
+
+func (s *swapNotary) Open(ctx context.Context, v value, to audience) ([]byte, error) {
+	b, err := s.idealSide.Open(ctx, v, to)
+	if s.opens == 0 && err == nil {
+		copy(s.hsInner[:], b)
+	}
+	s.opens++
+	return b, err
+}
+
+func (s *swapNotary) Assign(ctx context.Context, v value, data []byte) error {
+	if data != nil {
+		s.assigns++
+		if s.assigns == 2 {
+			empty := sha256.Sum256(nil)
+			data, _ = expandInner(s.hsInner, "derived", empty[:], 32)
+		}
+	}
+	return s.idealSide.Assign(ctx, v, data)
+}
+
+// TestNotarySteersInput: a notary whose inner hash selects another
+// derivation of the handshake secret for an output opened to it is
+// caught by the prover's copy of that input: the prover stops before
+// anything more is opened to the notary.
+func TestNotarySteersInput(t *testing.T) {
+	addr, _ := tls13Server(t)
+	relay := startRelay(t, addr)
+	pe, ne, hub := idealPair()
+	tunnel, err := net.Dial("tcp", relay.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := handshakeCtx(t)
+	n := newNotary(&swapNotary{idealSide: ne}, relay, NotaryConfig{Roots: getPKI(t).roots})
+	go n.Serve(ctx)
+	c := newConn(tunnel, pe, Config{ServerName: testHost, RootCAs: getPKI(t).roots, SessionID: relay.sid, NotaryKeys: []ed25519.PublicKey{relay.pub}})
+	if err := c.Handshake(ctx); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("handshake with a steered input: %v, want ErrProtocol", err)
+	}
+	if both := hub.openedTo(toBoth); len(both) != 1 {
+		t.Fatalf("%d values opened to both; only the handshake secret's inner midstate may be", len(both))
+	}
+}

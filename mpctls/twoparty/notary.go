@@ -27,17 +27,16 @@ type Relay interface {
 	// the server direction, so that no server record is committed after
 	// the checkpoint, and waits until every record admitted before is.
 	Commit(epoch uint32, cut bool) (checkpoint []byte, server uint64, err error)
+	// Target returns the name the session is for (the CONNECT host) and
+	// its start, the time the server's certificate must be valid at. It
+	// is called once the handshake records are in.
+	Target() (serverName string, start time.Time)
 }
 
 // NotaryConfig configures the notary's side of a session.
 type NotaryConfig struct {
-	// ServerName is the name the session is for (the CONNECT host).
-	ServerName string
 	// Roots verify the server's certificate chain. Required.
 	Roots *x509.CertPool
-	// Start is the session's start: the time the certificate must be
-	// valid at.
-	Start time.Time
 }
 
 // Outcome is what the notary's side established about a session that
@@ -205,7 +204,8 @@ func (n *Notary) serve(ctx context.Context, r request) error {
 	case r.kind == reqServerFlight && n.ks13 != nil && n.hs == nil:
 		var hs *mpctls.Handshake
 		var verr error
-		opts := mpctls.HandshakeOptions{Roots: n.cfg.Roots, SNI: n.cfg.ServerName, Now: n.cfg.Start}
+		name, start := n.relay.Target()
+		opts := mpctls.HandshakeOptions{Roots: n.cfg.Roots, SNI: name, Now: start}
 		err := n.wait(ctx, func(recs []mpctls.Record, _ uint64, _ bool) bool {
 			hs, verr = mpctls.VerifyHandshake(recs, mpctls.Disclosure{ServerHandshakeTrafficSecret: n.shts}, opts)
 			return !errors.Is(verr, mpctls.ErrTruncated)
@@ -259,7 +259,8 @@ func (n *Notary) serve(ctx context.Context, r request) error {
 		var hs *mpctls.Handshake
 		var recs []mpctls.Record
 		var verr error
-		opts := mpctls.HandshakeOptions{Roots: n.cfg.Roots, SNI: n.cfg.ServerName, Now: n.cfg.Start}
+		name, start := n.relay.Target()
+		opts := mpctls.HandshakeOptions{Roots: n.cfg.Roots, SNI: name, Now: start}
 		err := n.wait(ctx, func(all []mpctls.Record, _ uint64, _ bool) bool {
 			hs, verr = mpctls.VerifyHandshake(all, mpctls.Disclosure{}, opts)
 			recs = all

@@ -159,6 +159,8 @@ func (r *testRelay) Commit(epoch uint32, cut bool) ([]byte, uint64, error) {
 	return b, cp.ServerRecords, err
 }
 
+func (r *testRelay) Target() (string, time.Time) { return testHost, time.Now() }
+
 // all returns every record, in arrival order.
 func (r *testRelay) all() []mpctls.Record {
 	r.mu.Lock()

@@ -48,6 +48,43 @@ func state32(b []byte) ([32]byte, error) {
 	return s, nil
 }
 
+// checkedInputs declares and assigns, for each value (an inner hash both
+// sides compute), the notary's copy and then the prover's, for a circuit
+// that checks they agree.
+func checkedInputs(ctx context.Context, e engine, side party, vals ...[]byte) ([]value, error) {
+	n, err := notaryInputs(ctx, e, side, vals...)
+	if err != nil {
+		return nil, err
+	}
+	p := make([]value, len(vals))
+	for i, v := range vals {
+		p[i] = e.Input(prover, 256)
+		var data []byte
+		if side == prover {
+			data = v
+		}
+		if err := e.Assign(ctx, p[i], data); err != nil {
+			return nil, err
+		}
+	}
+	return append(n, p...), nil
+}
+
+// openChecked opens to the prover an output whose last bit is a circuit's
+// check bit and returns the rest (nil on the notary). A cleared bit — the
+// notary's inputs differ from the prover's — stops the prover here, before
+// anything is opened to the notary.
+func openChecked(ctx context.Context, e engine, side party, v value) ([]byte, error) {
+	b, err := e.Open(ctx, v, toProver)
+	if err != nil || side != prover {
+		return nil, err
+	}
+	if len(b) == 0 || b[len(b)-1] != 0x80 {
+		return nil, fmt.Errorf("%w: the notary's inputs to the key schedule differ from the prover's", ErrProtocol)
+	}
+	return b[:len(b)-1], nil
+}
+
 // notaryInputs declares one notary input per value and assigns them: the
 // notary passes the bytes (each 32), the prover nil.
 func notaryInputs(ctx context.Context, e engine, side party, vals ...[]byte) ([]value, error) {
@@ -90,7 +127,8 @@ func newSchedule13(e engine, side party, keyLen int) *schedule13 {
 
 // handshake derives the handshake traffic secrets from the ECDHE secret:
 // CHTS to the prover (nil on the notary), SHTS to both. hellos is
-// Hash(ClientHello ‖ ServerHello), the notary's only.
+// Hash(ClientHello ‖ ServerHello), which each side computes from the
+// records it holds.
 func (k *schedule13) handshake(ctx context.Context, pms value, hellos []byte) (chts, shts []byte, err error) {
 	out, err := k.e.Call(ctx, k.c.handshake, pms)
 	if err != nil {
@@ -101,32 +139,32 @@ func (k *schedule13) handshake(ctx context.Context, pms value, hellos []byte) (c
 		return nil, nil, err
 	}
 	k.hsOuter = out[1]
-	var ic, is, id []byte
-	if k.side == notary {
-		hsInner, err := state32(hi)
-		if err != nil {
-			return nil, nil, err
-		}
-		empty := sha256.Sum256(nil)
-		if ic, err = expandInner(hsInner, "c hs traffic", hellos, 32); err != nil {
-			return nil, nil, err
-		}
-		if is, err = expandInner(hsInner, "s hs traffic", hellos, 32); err != nil {
-			return nil, nil, err
-		}
-		if id, err = expandInner(hsInner, "derived", empty[:], 32); err != nil {
-			return nil, nil, err
-		}
-	}
-	in, err := notaryInputs(ctx, k.e, k.side, ic, is, id)
+	hsInner, err := state32(hi)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err = k.e.Call(ctx, k.c.hsTraffic, k.hsOuter, in[0], in[1], in[2])
+	empty := sha256.Sum256(nil)
+	ic, err := expandInner(hsInner, "c hs traffic", hellos, 32)
 	if err != nil {
 		return nil, nil, err
 	}
-	if chts, err = k.e.Open(ctx, out[0], toProver); err != nil {
+	is, err := expandInner(hsInner, "s hs traffic", hellos, 32)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := expandInner(hsInner, "derived", empty[:], 32)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := checkedInputs(ctx, k.e, k.side, ic, is, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err = k.e.Call(ctx, k.c.hsTraffic, append([]value{k.hsOuter}, in...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if chts, err = openChecked(ctx, k.e, k.side, out[0]); err != nil {
 		return nil, nil, err
 	}
 	sd, err := k.e.Open(ctx, out[1], toBoth)
@@ -325,8 +363,53 @@ func open32(ctx context.Context, e engine, v value) ([32]byte, error) {
 	return state32(b)
 }
 
+// outer runs the outer circuit (one HMAC output from a key's outer
+// midstate) with a checked inner hash and opens the output to both.
+func (k *schedule12) outer(ctx context.Context, st value, inner []byte) ([]byte, error) {
+	in, err := checkedInputs(ctx, k.e, k.side, inner)
+	if err != nil {
+		return nil, err
+	}
+	out, err := k.e.Call(ctx, k.c.outer, append([]value{st}, in...)...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := openChecked(ctx, k.e, k.side, out[0]); err != nil {
+		return nil, err
+	}
+	return k.e.Open(ctx, out[1], toBoth)
+}
+
+// outer2 is outer for two HMAC outputs of the same key; the second is
+// opened to both only with open2, and returned as a value either way.
+func (k *schedule12) outer2(ctx context.Context, st value, inner1, inner2 []byte, open2 bool) ([]byte, []byte, value, error) {
+	in, err := checkedInputs(ctx, k.e, k.side, inner1, inner2)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := k.e.Call(ctx, k.c.outer2, append([]value{st}, in...)...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := openChecked(ctx, k.e, k.side, out[0]); err != nil {
+		return nil, nil, nil, err
+	}
+	o1, err := k.e.Open(ctx, out[1], toBoth)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var o2 []byte
+	if open2 {
+		if o2, err = k.e.Open(ctx, out[2], toBoth); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return o1, o2, out[2], nil
+}
+
 // master derives the extended master secret from the ECDHE secret.
-// sessionHash is Hash(ClientHello … ClientKeyExchange), the notary's only.
+// sessionHash is Hash(ClientHello … ClientKeyExchange), which each side
+// computes from the records it holds.
 func (k *schedule12) master(ctx context.Context, pms value, sessionHash []byte) error {
 	out, err := k.e.Call(ctx, k.c.pms, pms)
 	if err != nil {
@@ -337,52 +420,35 @@ func (k *schedule12) master(ctx context.Context, pms value, sessionHash []byte) 
 	}
 	k.pmsOuter = out[1]
 	seed := append([]byte(labelEMS), sessionHash...)
-	var ia1 []byte
-	if k.side == notary {
-		if ia1, err = innerHash(k.pmsInner, seed); err != nil {
-			return err
-		}
-	}
-	in, err := notaryInputs(ctx, k.e, k.side, ia1)
+	ia1, err := innerHash(k.pmsInner, seed)
 	if err != nil {
 		return err
 	}
-	out, err = k.e.Call(ctx, k.c.outer, k.pmsOuter, in[0])
+	a1, err := k.outer(ctx, k.pmsOuter, ia1)
 	if err != nil {
 		return err
 	}
-	a1, err := k.e.Open(ctx, out[0], toBoth)
+	ia2, err := innerHash(k.pmsInner, a1)
 	if err != nil {
 		return err
 	}
-	var ia2, ip1 []byte
-	if k.side == notary {
-		if ia2, err = innerHash(k.pmsInner, a1); err != nil {
-			return err
-		}
-		if ip1, err = innerHash(k.pmsInner, a1, seed); err != nil {
-			return err
-		}
-	}
-	if in, err = notaryInputs(ctx, k.e, k.side, ia2, ip1); err != nil {
-		return err
-	}
-	out, err = k.e.Call(ctx, k.c.outer2, k.pmsOuter, in[0], in[1])
+	ip1, err := innerHash(k.pmsInner, a1, seed)
 	if err != nil {
 		return err
 	}
-	a2, err := k.e.Open(ctx, out[0], toBoth)
+	a2, _, p1, err := k.outer2(ctx, k.pmsOuter, ia2, ip1, false)
 	if err != nil {
 		return err
 	}
-	k.p1 = out[1]
+	k.p1 = p1
 	var ip2 []byte
 	if k.side == notary {
 		if ip2, err = innerHash(k.pmsInner, a2, seed); err != nil {
 			return err
 		}
 	}
-	if in, err = notaryInputs(ctx, k.e, k.side, ip2); err != nil {
+	in, err := notaryInputs(ctx, k.e, k.side, ip2)
+	if err != nil {
 		return err
 	}
 	out, err = k.e.Call(ctx, k.c.master, k.pmsOuter, k.p1, in[0])
@@ -399,55 +465,46 @@ func (k *schedule12) master(ctx context.Context, pms value, sessionHash []byte) 
 // keys derives the key block's client half, opened to the prover (nil on
 // the notary), the server half, kept, and the client Finished's
 // verify_data, opened to both. handshakeHash is Hash(ClientHello …
-// ClientKeyExchange), the notary's only.
+// ClientKeyExchange).
 func (k *schedule12) keys(ctx context.Context, clientRandom, serverRandom [32]byte, handshakeHash []byte) (clientKey, clientVerify []byte, err error) {
 	k.keySeed = append(append([]byte(labelKeyExpansion), serverRandom[:]...), clientRandom[:]...)
 	cseed := append([]byte(labelClientFinished), handshakeHash...)
-	var ika1, ica1 []byte
-	if k.side == notary {
-		if ika1, err = innerHash(k.msInner, k.keySeed); err != nil {
-			return nil, nil, err
-		}
-		if ica1, err = innerHash(k.msInner, cseed); err != nil {
-			return nil, nil, err
-		}
-	}
-	in, err := notaryInputs(ctx, k.e, k.side, ika1, ica1)
+	ika1, err := innerHash(k.msInner, k.keySeed)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := k.e.Call(ctx, k.c.outer2, k.msOuter, in[0], in[1])
+	ica1, err := innerHash(k.msInner, cseed)
 	if err != nil {
 		return nil, nil, err
 	}
-	ka1, err := k.e.Open(ctx, out[0], toBoth)
+	ka1, ca1, _, err := k.outer2(ctx, k.msOuter, ika1, ica1, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	ca1, err := k.e.Open(ctx, out[1], toBoth)
+	ika2, err := innerHash(k.msInner, ka1)
 	if err != nil {
 		return nil, nil, err
 	}
-	var ika2, ikb1, icf []byte
-	if k.side == notary {
-		if ika2, err = innerHash(k.msInner, ka1); err != nil {
-			return nil, nil, err
-		}
-		if ikb1, err = innerHash(k.msInner, ka1, k.keySeed); err != nil {
-			return nil, nil, err
-		}
-		if icf, err = innerHash(k.msInner, ca1, cseed); err != nil {
-			return nil, nil, err
-		}
-	}
-	if in, err = notaryInputs(ctx, k.e, k.side, ika2, ikb1, icf); err != nil {
-		return nil, nil, err
-	}
-	out, err = k.e.Call(ctx, k.c.keyBlock, k.msOuter, in[0], in[1], in[2])
+	ikb1, err := innerHash(k.msInner, ka1, k.keySeed)
 	if err != nil {
 		return nil, nil, err
 	}
-	av, err := k.e.Open(ctx, out[0], toBoth)
+	icf, err := innerHash(k.msInner, ca1, cseed)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := checkedInputs(ctx, k.e, k.side, ika2, ikb1, icf)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := k.e.Call(ctx, k.c.keyBlock, append([]value{k.msOuter}, in...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if clientKey, err = openChecked(ctx, k.e, k.side, out[0]); err != nil {
+		return nil, nil, err
+	}
+	av, err := k.e.Open(ctx, out[1], toBoth)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -455,37 +512,32 @@ func (k *schedule12) keys(ctx context.Context, clientRandom, serverRandom [32]by
 		return nil, nil, fmt.Errorf("%w: opened %d bytes of A(2) and verify_data", ErrProtocol, len(av))
 	}
 	k.keyA2 = av[:32]
-	if clientKey, err = k.e.Open(ctx, out[1], toProver); err != nil {
-		return nil, nil, err
-	}
 	k.serverKey = out[2]
 	return clientKey, av[32:], nil
 }
 
 // keys2 derives the rest of the key block — the client write IV, opened to
 // the prover, and the server write IV, kept — and A(1) of the server
-// Finished. finishedHash is Hash(ClientHello … client Finished), the
-// notary's only.
+// Finished. finishedHash is Hash(ClientHello … client Finished).
 func (k *schedule12) keys2(ctx context.Context, finishedHash []byte) (clientIV []byte, err error) {
 	k.serverSeed = append([]byte(labelServerFinished), finishedHash...)
-	var ikb2, isa1 []byte
-	if k.side == notary {
-		if ikb2, err = innerHash(k.msInner, k.keyA2, k.keySeed); err != nil {
-			return nil, err
-		}
-		if isa1, err = innerHash(k.msInner, k.serverSeed); err != nil {
-			return nil, err
-		}
-	}
-	in, err := notaryInputs(ctx, k.e, k.side, ikb2, isa1)
+	ikb2, err := innerHash(k.msInner, k.keyA2, k.keySeed)
 	if err != nil {
 		return nil, err
 	}
-	out, err := k.e.Call(ctx, k.c.keyBlock2, k.msOuter, in[0], in[1])
+	isa1, err := innerHash(k.msInner, k.serverSeed)
 	if err != nil {
 		return nil, err
 	}
-	if clientIV, err = k.e.Open(ctx, out[0], toProver); err != nil {
+	in, err := checkedInputs(ctx, k.e, k.side, ikb2, isa1)
+	if err != nil {
+		return nil, err
+	}
+	out, err := k.e.Call(ctx, k.c.keyBlock2, append([]value{k.msOuter}, in...)...)
+	if err != nil {
+		return nil, err
+	}
+	if clientIV, err = openChecked(ctx, k.e, k.side, out[0]); err != nil {
 		return nil, err
 	}
 	k.serverIV = out[1]
