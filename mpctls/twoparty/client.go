@@ -94,6 +94,7 @@ type Secrets struct {
 type Conn struct {
 	tunnel net.Conn
 	e      engine
+	m      Messages
 	cfg    Config
 
 	hsOnce sync.Once
@@ -157,7 +158,7 @@ type Conn struct {
 
 // newConn makes the client over tunnel, with the prover's side of a
 // two-party session e.
-func newConn(tunnel net.Conn, e engine, cfg Config) *Conn {
+func newConn(tunnel net.Conn, e engine, m Messages, cfg Config) *Conn {
 	if cfg.Time == nil {
 		cfg.Time = time.Now
 	}
@@ -182,7 +183,7 @@ func newConn(tunnel net.Conn, e engine, cfg Config) *Conn {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	c := &Conn{tunnel: tunnel, e: e, cfg: cfg, changed: make(chan struct{}), loopDone: make(chan struct{}), kuFor: -1, endsAt: -1}
+	c := &Conn{tunnel: tunnel, e: e, m: m, cfg: cfg, changed: make(chan struct{}), loopDone: make(chan struct{}), kuFor: -1, endsAt: -1}
 	go c.readLoop()
 	return c
 }
@@ -267,10 +268,10 @@ func (c *Conn) waitServer(ctx context.Context, until time.Time, cond func(srv []
 
 // ask sends a request to the notary and reads its answer.
 func (c *Conn) ask(ctx context.Context, r request) (answer, error) {
-	if err := c.e.Send(ctx, r.marshal()); err != nil {
+	if err := c.m.Send(ctx, r.marshal()); err != nil {
 		return answer{}, err
 	}
-	b, err := c.e.Recv(ctx, maxMessage)
+	b, err := c.m.Recv(ctx, maxMessage)
 	if err != nil {
 		return answer{}, err
 	}

@@ -160,7 +160,7 @@ func (s *idealSide) ECDH(ctx context.Context, serverShare []byte) (value, error)
 	return id, nil
 }
 
-func (s *idealSide) Input(owner party, bits int) value { return s.newRef(bits, owner) }
+func (s *idealSide) Input(owner party, bits int) (value, error) { return s.newRef(bits, owner), nil }
 
 func (s *idealSide) Assign(ctx context.Context, v value, data []byte) error {
 	type arg struct {
@@ -270,7 +270,15 @@ func (s *idealSide) Finalize(ctx context.Context) error {
 	return err
 }
 
-func (s *idealSide) Send(ctx context.Context, msg []byte) error {
+// idealMessages is one side of an in-process message channel.
+type idealMessages struct {
+	h    *idealHub
+	side party
+}
+
+func (s *idealSide) messages() *idealMessages { return &idealMessages{h: s.h, side: s.side} }
+
+func (s *idealMessages) Send(ctx context.Context, msg []byte) error {
 	to := prover
 	if s.side == prover {
 		to = notary
@@ -284,7 +292,7 @@ func (s *idealSide) Send(ctx context.Context, msg []byte) error {
 	}
 }
 
-func (s *idealSide) Recv(ctx context.Context, max int) ([]byte, error) {
+func (s *idealMessages) Recv(ctx context.Context, max int) ([]byte, error) {
 	select {
 	case m := <-s.h.msgs[s.side]:
 		if len(m) > max {
@@ -296,16 +304,7 @@ func (s *idealSide) Recv(ctx context.Context, max int) ([]byte, error) {
 	}
 }
 
-func (s *idealSide) Sent() int64 { return s.h.sent[s.side].Load() }
-
 func (s *idealSide) Close() error { return nil }
-
-func (s *idealSide) Received() int64 {
-	if s.side == prover {
-		return s.h.sent[notary].Load()
-	}
-	return s.h.sent[prover].Load()
-}
 
 // openedTo returns what the ideal engine opened, in order, to audience to.
 func (h *idealHub) openedTo(to audience) [][]byte {

@@ -146,7 +146,7 @@ func startSessionWith(t testing.TB, server string, cfg Config, wrap func(*testRe
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	n := newNotary(ne, wrap(relay), NotaryConfig{Roots: getPKI(t).roots})
+	n := newNotary(ne, ne.messages(), wrap(relay), NotaryConfig{Roots: getPKI(t).roots})
 	out := make(chan outcomeOrErr, 1)
 	go func() {
 		o, err := n.Serve(ctx)
@@ -156,7 +156,7 @@ func startSessionWith(t testing.TB, server string, cfg Config, wrap func(*testRe
 	cfg.RootCAs = getPKI(t).roots
 	cfg.SessionID = relay.sid
 	cfg.NotaryKeys = []ed25519.PublicKey{relay.pub}
-	return &session{relay: relay, hub: hub, conn: newConn(tunnel, pe, cfg), outcome: out}
+	return &session{relay: relay, hub: hub, conn: newConn(tunnel, pe, pe.messages(), cfg), outcome: out}
 }
 
 // get sends a GET on c and returns the response body.

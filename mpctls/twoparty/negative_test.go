@@ -338,9 +338,9 @@ func TestNotarySteersInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := handshakeCtx(t)
-	n := newNotary(&swapNotary{idealSide: ne}, relay, NotaryConfig{Roots: getPKI(t).roots})
+	n := newNotary(&swapNotary{idealSide: ne}, ne.messages(), relay, NotaryConfig{Roots: getPKI(t).roots})
 	go n.Serve(ctx)
-	c := newConn(tunnel, pe, Config{ServerName: testHost, RootCAs: getPKI(t).roots, SessionID: relay.sid, NotaryKeys: []ed25519.PublicKey{relay.pub}})
+	c := newConn(tunnel, pe, pe.messages(), Config{ServerName: testHost, RootCAs: getPKI(t).roots, SessionID: relay.sid, NotaryKeys: []ed25519.PublicKey{relay.pub}})
 	if err := c.Handshake(ctx); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("handshake with a steered input: %v, want ErrProtocol", err)
 	}

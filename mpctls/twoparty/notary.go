@@ -58,6 +58,7 @@ type Outcome struct {
 // keys only after the records that epoch protects are committed.
 type Notary struct {
 	e     engine
+	m     Messages
 	relay Relay
 	cfg   NotaryConfig
 
@@ -74,8 +75,8 @@ type Notary struct {
 }
 
 // newNotary makes the notary's side over its half of a two-party session.
-func newNotary(e engine, relay Relay, cfg NotaryConfig) *Notary {
-	return &Notary{e: e, relay: relay, cfg: cfg}
+func newNotary(e engine, m Messages, relay Relay, cfg NotaryConfig) *Notary {
+	return &Notary{e: e, m: m, relay: relay, cfg: cfg}
 }
 
 // Serve runs the session until the prover's finish request has been
@@ -91,7 +92,7 @@ func (n *Notary) Serve(ctx context.Context) (*Outcome, error) {
 	}
 	n.share = share
 	for !n.done {
-		b, err := n.e.Recv(ctx, maxMessage)
+		b, err := n.m.Recv(ctx, maxMessage)
 		if err != nil {
 			return nil, err
 		}
@@ -108,12 +109,12 @@ func (n *Notary) Serve(ctx context.Context) (*Outcome, error) {
 
 // refuse tells the prover why and returns the error.
 func (n *Notary) refuse(ctx context.Context, err error) error {
-	n.e.Send(ctx, answer{reason: err.Error()}.marshal())
+	n.m.Send(ctx, answer{reason: err.Error()}.marshal())
 	return err
 }
 
 func (n *Notary) ok(ctx context.Context, checkpoint []byte) error {
-	return n.e.Send(ctx, answer{ok: true, checkpoint: checkpoint}.marshal())
+	return n.m.Send(ctx, answer{ok: true, checkpoint: checkpoint}.marshal())
 }
 
 // wait blocks until pred holds on the relay's snapshot or ctx is done.

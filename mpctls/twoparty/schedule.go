@@ -58,7 +58,9 @@ func checkedInputs(ctx context.Context, e engine, side party, vals ...[]byte) ([
 	}
 	p := make([]value, len(vals))
 	for i, v := range vals {
-		p[i] = e.Input(prover, 256)
+		if p[i], err = e.Input(prover, 256); err != nil {
+			return nil, err
+		}
 		var data []byte
 		if side == prover {
 			data = v
@@ -90,7 +92,10 @@ func openChecked(ctx context.Context, e engine, side party, v value) ([]byte, er
 func notaryInputs(ctx context.Context, e engine, side party, vals ...[]byte) ([]value, error) {
 	out := make([]value, len(vals))
 	for i, v := range vals {
-		out[i] = e.Input(notary, 256)
+		var err error
+		if out[i], err = e.Input(notary, 256); err != nil {
+			return nil, err
+		}
 		var data []byte
 		if side == notary {
 			data = v
@@ -567,7 +572,10 @@ func (k *schedule12) serverFinished(ctx context.Context, rec []byte) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	r := k.e.Input(notary, 8*24)
+	r, err := k.e.Input(notary, 8*24)
+	if err != nil {
+		return false, err
+	}
 	var data []byte
 	if k.side == notary {
 		data = rec
