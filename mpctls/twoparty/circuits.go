@@ -326,3 +326,24 @@ var tls12Circuits = sync.OnceValue(func() *circuits12 {
 	c.serverFinished = mustBuild(b)
 	return c
 })
+
+// SessionANDs returns the AND gates of the circuits an MPC-mode session of
+// version calls through its first server key (TLS 1.3 with AES-128-GCM:
+// the handshake and application secrets and epoch 0's key and IV; TLS
+// 1.2: the master secret, the key block, both Finished values and the
+// server Finished check). Each further TLS 1.3 epoch adds EpochANDs.
+func SessionANDs(version uint16) int {
+	if version == mpctls.VersionTLS13 {
+		c := tls13Circuits()
+		return c.handshake.ANDs() + c.hsTraffic.ANDs() + c.master.ANDs() + c.app.ANDs() + c.keys[16].ANDs()
+	}
+	c := tls12Circuits()
+	return c.pms.ANDs() + c.outer.ANDs() + 2*c.outer2.ANDs() + c.master.ANDs() + c.keyBlock.ANDs() + c.keyBlock2.ANDs() + c.serverFinished.ANDs()
+}
+
+// EpochANDs returns the AND gates of one further TLS 1.3 server key epoch
+// (a KeyUpdate and the new key and IV, AES-128-GCM).
+func EpochANDs() int {
+	c := tls13Circuits()
+	return c.update.ANDs() + c.keys[16].ANDs()
+}

@@ -273,3 +273,25 @@ func eq(t testing.TB, name string, got, want []byte) {
 		t.Fatalf("%s: two-party %x, crypto/tls %x", name, got, want)
 	}
 }
+
+// TestCircuitSizes pins the key schedule's size: 18 SHA-256 compressions
+// for TLS 1.3 through the first server key, 5 per further epoch, 16 and
+// one AES block for TLS 1.2 — each about 22,600 AND gates, fewer where
+// inputs are constants — plus the checks of the notary's inputs.
+func TestCircuitSizes(t *testing.T) {
+	const comp = 22573
+	for _, c := range []struct {
+		name     string
+		ands     int
+		min, max int
+	}{
+		{"tls13", SessionANDs(mpctls.VersionTLS13), 15 * comp, 18*comp + 2000},
+		{"epoch", EpochANDs(), 4 * comp, 5 * comp},
+		{"tls12", SessionANDs(mpctls.VersionTLS12), 14 * comp, 16*comp + 7000 + 4000},
+	} {
+		t.Logf("%s: %d AND gates (%.1f compressions), %.1f MB garbled at 32 B per gate", c.name, c.ands, float64(c.ands)/comp, float64(c.ands)*32/1e6)
+		if c.ands < c.min || c.ands > c.max {
+			t.Errorf("%s: %d AND gates, want %d..%d", c.name, c.ands, c.min, c.max)
+		}
+	}
+}
