@@ -25,13 +25,16 @@
 //	pub, err := s.KeyShare(ctx)          // P-256 client key share aG+bG (65 bytes), on both
 //	pms, err := s.ECDH(ctx, serverShare) // Value: x((a+b)S), 256 bits; nobody learns it
 //
-//	x := s.Input(mpc.Prover, 512)        // declare a private input of P
+//	x, err := s.Input(mpc.Prover, 512)   // declare a private input of P
 //	err = s.Assign(ctx, x, block)        // both call it; the owner passes the bytes, the other nil
 //	out, err := s.Call(ctx, c, pms, x)   // c: a *circuit.Circuit; out: one Value per output group
 //
 //	v, err := s.Open(ctx, out[0], mpc.ToProver) // the bytes on P, nil on N
 //	sh, err := s.Share(ctx, out[1])             // each party's XOR share; nobody learns the value
 //	err = s.Finalize(ctx)                       // N reveals, P proves; nil on N: every output was right
+//
+// InputValue declares and assigns in one call. Stats reports the bytes of
+// each stream, the AND gates, OTs and decoded bits.
 //
 // A Value is a vector of secret bits held inside the session: labels on
 // both sides, never the bits. Values are reused as inputs to later calls
@@ -74,6 +77,20 @@
 //     (DECO, Zhang et al. 2020; TLSNotary) with Gilboa's OT-based
 //     multiplication (1999), constant-time field arithmetic (bigmod) and
 //     points (nistec); N's part is opened and replayed by P at Finalize.
+//
+// # Security in short
+//
+// Against a deviating prover: if Finalize succeeds on the notary, every
+// value opened during the session is the circuits' output on the
+// notary's inputs and on inputs the prover fixed when it assigned them.
+// Before that, such a prover may have learnt the notary's (ephemeral)
+// inputs; so the notary signs only after Finalize. Against a deviating
+// notary: it learns nothing of the prover's inputs beyond what is opened
+// to it; values opened to the prover are authentic at once; everything
+// else the notary sent is checked at Finalize by checks that do not
+// depend on the prover's inputs. The engine checks what it can see: it
+// cannot check that the prover's inputs are the "right" ones (the TLS
+// handshake checks the ECDH share), and it does not encrypt its stream.
 //
 // What each step assumes and leaks, and the tests behind each claim, are
 // in docs/mpc-tls.md ("The two-party computation engine").
