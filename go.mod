@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	filippo.io/bigmod v0.1.0
 	filippo.io/nistec v0.0.4
-	github.com/cloudflare/circl v1.6.5
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-jose/go-jose/v4 v4.1.9
@@ -33,7 +32,6 @@ require (
 require (
 	github.com/GoogleCloudPlatform/confidential-space/server v0.0.0-20260915221818-a6c0685fb9fc // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/bwesterb/go-ristretto v1.2.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect

@@ -25,13 +25,16 @@
 //	pub, err := s.KeyShare(ctx)          // P-256 client key share aG+bG (65 bytes), on both
 //	pms, err := s.ECDH(ctx, serverShare) // Value: x((a+b)S), 256 bits; nobody learns it
 //
-//	x := s.Input(mpc.Prover, 512)        // declare a private input of P
+//	x, err := s.Input(mpc.Prover, 512)   // declare a private input of P
 //	err = s.Assign(ctx, x, block)        // both call it; the owner passes the bytes, the other nil
 //	out, err := s.Call(ctx, c, pms, x)   // c: a *circuit.Circuit; out: one Value per output group
 //
 //	v, err := s.Open(ctx, out[0], mpc.ToProver) // the bytes on P, nil on N
 //	sh, err := s.Share(ctx, out[1])             // each party's XOR share; nobody learns the value
 //	err = s.Finalize(ctx)                       // N reveals, P proves; nil on N: every output was right
+//
+// InputValue declares and assigns in one call. Stats reports the bytes of
+// each stream, the AND gates, OTs and decoded bits.
 //
 // A Value is a vector of secret bits held inside the session: labels on
 // both sides, never the bits. Values are reused as inputs to later calls

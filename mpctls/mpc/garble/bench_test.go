@@ -47,7 +47,7 @@ func BenchmarkGarbleHalfGates(b *testing.B) {
 	g, _ := newPair(b)
 	tables := make([]byte, 0, HalfGateSize*c.ANDs())
 	for b.Loop() {
-		if _, _, err := g.Garble(c, zero, tables[:0]); err != nil {
+		if _, _, err := g.Garble(c, 0, zero, tables[:0]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -57,10 +57,10 @@ func BenchmarkGarbleHalfGates(b *testing.B) {
 func BenchmarkEvaluateHalfGates(b *testing.B) {
 	c, zero, x := benchCircuit(b)
 	g, e := newPair(b)
-	_, tables, _ := g.Garble(c, zero, nil)
+	_, tables, _ := g.Garble(c, 0, zero, nil)
 	in := active(zero, x, g.Delta())
 	for b.Loop() {
-		if _, err := e.Evaluate(c, in, tables); err != nil {
+		if _, err := e.Evaluate(c, 0, in, tables); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -73,7 +73,7 @@ func BenchmarkGarblePrivacyFree(b *testing.B) {
 	g := NewProofGarbler(NewHash([16]byte{}), d)
 	tables := make([]byte, 0, PrivacyFreeGateSize*c.ANDs())
 	for b.Loop() {
-		if _, _, err := g.Garble(c, zero, tables[:0]); err != nil {
+		if _, _, err := g.Garble(c, 0, zero, tables[:0]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -84,11 +84,11 @@ func BenchmarkEvaluatePrivacyFree(b *testing.B) {
 	c, zero, x := benchCircuit(b)
 	d, _ := RandomDelta(rand.Reader)
 	h := NewHash([16]byte{})
-	_, tables, _ := NewProofGarbler(h, d).Garble(c, zero, nil)
+	_, tables, _ := NewProofGarbler(h, d).Garble(c, 0, zero, nil)
 	e := NewProofEvaluator(h)
 	in := active(zero, x, d)
 	for b.Loop() {
-		if _, _, err := e.Evaluate(c, in, x, tables); err != nil {
+		if _, _, err := e.Evaluate(c, 0, in, x, tables); err != nil {
 			b.Fatal(err)
 		}
 	}

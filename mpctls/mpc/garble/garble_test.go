@@ -105,21 +105,23 @@ func newPair(t testing.TB) (*Garbler, *Evaluator) {
 }
 
 // TestHalfGates garbles SHA-256 and AES-128 several times in a row (the
-// gate numbering runs across calls) and checks that evaluation on random
+// calls take consecutive ranges of gate numbers) and checks that evaluation on random
 // inputs gives the labels of the plaintext result.
 func TestHalfGates(t *testing.T) {
 	g, e := newPair(t)
+	var base uint64
 	for i, c := range []*circuit.Circuit{sha256Circuit(t), aesCircuit(t), sha256Circuit(t), aesCircuit(t)} {
 		zero := randomLabels(t, c.InputBits())
 		x := randomBits(t, c.InputBits())
-		outZero, tables, err := g.Garble(c, zero, nil)
+		outZero, tables, err := g.Garble(c, base, zero, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(tables) != HalfGateSize*c.ANDs() {
 			t.Fatalf("call %d: %d bytes of tables for %d AND", i, len(tables), c.ANDs())
 		}
-		outAct, err := e.Evaluate(c, active(zero, x, g.Delta()), tables)
+		outAct, err := e.Evaluate(c, base, active(zero, x, g.Delta()), tables)
+		base += uint64(c.ANDs())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,13 +147,13 @@ func TestHalfGatesAuthenticity(t *testing.T) {
 		g, e := newPair(t)
 		zero := randomLabels(t, c.InputBits())
 		x := randomBits(t, c.InputBits())
-		outZero, tables, err := g.Garble(c, zero, nil)
+		outZero, tables, err := g.Garble(c, 0, zero, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pos := (trial * 7919 * 16) % len(tables)
 		tables[pos] ^= 0x01
-		outAct, err := e.Evaluate(c, active(zero, x, g.Delta()), tables)
+		outAct, err := e.Evaluate(c, 0, active(zero, x, g.Delta()), tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,14 +182,15 @@ func TestPrivacyFree(t *testing.T) {
 	for i, c := range []*circuit.Circuit{sha256Circuit(t), aesCircuit(t)} {
 		zero := randomLabels(t, c.InputBits())
 		x := randomBits(t, c.InputBits())
-		outZero, tables, err := g.Garble(c, zero, nil)
+		base := uint64(i * 1000000)
+		outZero, tables, err := g.Garble(c, base, zero, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(tables) != PrivacyFreeGateSize*c.ANDs() {
 			t.Fatalf("call %d: %d bytes of tables", i, len(tables))
 		}
-		outAct, vals, err := e.Evaluate(c, active(zero, x, d), x, tables)
+		outAct, vals, err := e.Evaluate(c, base, active(zero, x, d), x, tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,12 +217,12 @@ func TestPrivacyFreeAuthenticity(t *testing.T) {
 		g, e := NewProofGarbler(h, d), NewProofEvaluator(h)
 		zero := randomLabels(t, c.InputBits())
 		x := randomBits(t, c.InputBits())
-		outZero, tables, err := g.Garble(c, zero, nil)
+		outZero, tables, err := g.Garble(c, 0, zero, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tables[(trial*104729*16)%len(tables)] ^= 0x80
-		outAct, _, err := e.Evaluate(c, active(zero, x, d), x, tables)
+		outAct, _, err := e.Evaluate(c, 0, active(zero, x, d), x, tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,17 +251,17 @@ func TestErrors(t *testing.T) {
 		t.Errorf("even Δ: %v", err)
 	}
 	g, e := newPair(t)
-	if _, _, err := g.Garble(c, make([]Label, 3), nil); !errors.Is(err, ErrInputs) {
+	if _, _, err := g.Garble(c, 0, make([]Label, 3), nil); !errors.Is(err, ErrInputs) {
 		t.Errorf("garble with 3 labels: %v", err)
 	}
-	if _, err := e.Evaluate(c, make([]Label, c.InputBits()), make([]byte, 5)); !errors.Is(err, ErrTables) {
+	if _, err := e.Evaluate(c, 0, make([]Label, c.InputBits()), make([]byte, 5)); !errors.Is(err, ErrTables) {
 		t.Errorf("short tables: %v", err)
 	}
-	if _, err := e.Evaluate(c, make([]Label, 1), nil); !errors.Is(err, ErrInputs) {
+	if _, err := e.Evaluate(c, 0, make([]Label, 1), nil); !errors.Is(err, ErrInputs) {
 		t.Errorf("few labels: %v", err)
 	}
 	pe := NewProofEvaluator(h)
-	if _, _, err := pe.Evaluate(c, make([]Label, c.InputBits()), make([]bool, c.InputBits()), nil); !errors.Is(err, ErrTables) {
+	if _, _, err := pe.Evaluate(c, 0, make([]Label, c.InputBits()), make([]bool, c.InputBits()), nil); !errors.Is(err, ErrTables) {
 		t.Errorf("privacy-free, no tables: %v", err)
 	}
 }

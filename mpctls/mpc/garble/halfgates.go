@@ -12,14 +12,15 @@ const HalfGateSize = 32
 
 // Garbler garbles circuits with half-gates and free-XOR (Zahur, Rosulek,
 // Evans: "Two Halves Make a Whole", EUROCRYPT 2015) under one global
-// offset Δ: the label of a wire carrying 1 is its zero label ⊕ Δ. It
-// numbers AND gates across calls, so the tweaks of every gate of a session
-// are distinct; the Evaluator must see the same calls in the same order.
-// A Garbler is not safe for concurrent use.
+// offset Δ: the label of a wire carrying 1 is its zero label ⊕ Δ. Every
+// call takes base, the session-wide number of the circuit's first AND
+// gate: gate k of the call hashes with tweaks 2(base+k) and 2(base+k)+1,
+// so calls given disjoint ranges never share a tweak, and the Evaluator
+// must use the same base for the same call. A Garbler is not safe for
+// concurrent use.
 type Garbler struct {
 	h     *Hash
 	delta Label
-	gate  uint64
 	wires []Label
 	buf   *[16]byte
 }
@@ -36,10 +37,10 @@ func NewGarbler(h *Hash, delta Label) (*Garbler, error) {
 // Delta returns the garbler's offset Δ.
 func (g *Garbler) Delta() Label { return g.delta }
 
-// Garble garbles c given the zero labels of its input bits (group after
-// group), appends the AND tables (HalfGateSize bytes each, in gate order)
+// Garble garbles c, whose AND gates are numbered from base, given the
+// zero labels of its input bits (group after group), appends the AND tables (HalfGateSize bytes each, in gate order)
 // to tables, and returns the zero labels of each output group.
-func (g *Garbler) Garble(c *circuit.Circuit, in []Label, tables []byte) ([][]Label, []byte, error) {
+func (g *Garbler) Garble(c *circuit.Circuit, base uint64, in []Label, tables []byte) ([][]Label, []byte, error) {
 	if len(in) != c.InputBits() {
 		return nil, tables, fmt.Errorf("%w: %d input labels for %d input bits", ErrInputs, len(in), c.InputBits())
 	}
@@ -66,8 +67,8 @@ func (g *Garbler) Garble(c *circuit.Circuit, in []Label, tables []byte) ([][]Lab
 		case circuit.AND:
 			a0, b0 := w[gt.A], w[gt.B]
 			pa, pb := a0.LSB(), b0.LSB()
-			j0, j1 := 2*g.gate, 2*g.gate+1
-			g.gate++
+			j0, j1 := 2*base, 2*base+1
+			base++
 			ha0, ha1 := g.h.sum(g.buf, a0, j0), g.h.sum(g.buf, a0.Xor(d), j0)
 			hb0, hb1 := g.h.sum(g.buf, b0, j1), g.h.sum(g.buf, b0.Xor(d), j1)
 			// Garbler half: the evaluator learns a ∧ pb-masked b.
@@ -86,11 +87,10 @@ func (g *Garbler) Garble(c *circuit.Circuit, in []Label, tables []byte) ([][]Lab
 }
 
 // Evaluator evaluates half-gates garbled circuits on the active labels of
-// their inputs. It must see the Garbler's calls in the same order. An
+// their inputs, with the base the Garbler used for each call. An
 // Evaluator is not safe for concurrent use.
 type Evaluator struct {
 	h     *Hash
-	gate  uint64
 	wires []Label
 	buf   *[16]byte
 }
@@ -103,13 +103,11 @@ func NewEvaluator(h *Hash) *Evaluator { return &Evaluator{h: h, buf: new([16]byt
 // output group. Wrong tables give wrong labels, which decoding detects;
 // tables of the wrong size are an error (and the gate numbering still
 // advances, so that one bad call cannot shift the tweaks of the next).
-func (e *Evaluator) Evaluate(c *circuit.Circuit, in []Label, tables []byte) ([][]Label, error) {
+func (e *Evaluator) Evaluate(c *circuit.Circuit, base uint64, in []Label, tables []byte) ([][]Label, error) {
 	if len(in) != c.InputBits() {
-		e.gate += uint64(c.ANDs())
 		return nil, fmt.Errorf("%w: %d input labels for %d input bits", ErrInputs, len(in), c.InputBits())
 	}
 	if len(tables) != HalfGateSize*c.ANDs() {
-		e.gate += uint64(c.ANDs())
 		return nil, fmt.Errorf("%w: %d bytes for %d AND gates", ErrTables, len(tables), c.ANDs())
 	}
 	if cap(e.wires) < c.NumWires {
@@ -132,8 +130,8 @@ func (e *Evaluator) Evaluate(c *circuit.Circuit, in []Label, tables []byte) ([][
 			w[gt.Out] = w[gt.A]
 		case circuit.AND:
 			a, b := w[gt.A], w[gt.B]
-			j0, j1 := 2*e.gate, 2*e.gate+1
-			e.gate++
+			j0, j1 := 2*base, 2*base+1
+			base++
 			tg, te := LabelOf(tables[off:]), LabelOf(tables[off+16:])
 			off += HalfGateSize
 			wg := e.h.sum(e.buf, a, j0).Select(a.LSB(), tg)

@@ -22,12 +22,11 @@ const PrivacyFreeGateSize = 16
 //
 //	C₀ = H(A₀, j),  T = H(A₀ ⊕ Δ, j) ⊕ C₀ ⊕ B₀.
 //
-// Gates are numbered across calls as in Garbler. A ProofGarbler is not
-// safe for concurrent use.
+// Gates are numbered from each call's base as in Garbler. A ProofGarbler
+// is not safe for concurrent use.
 type ProofGarbler struct {
 	h     *Hash
 	delta Label
-	gate  uint64
 	wires []Label
 	buf   *[16]byte
 }
@@ -40,7 +39,7 @@ func NewProofGarbler(h *Hash, delta Label) *ProofGarbler {
 // Garble garbles c given the zero labels of its input bits, appends the
 // AND tables (PrivacyFreeGateSize bytes each) to tables and returns the
 // zero labels of each output group.
-func (g *ProofGarbler) Garble(c *circuit.Circuit, in []Label, tables []byte) ([][]Label, []byte, error) {
+func (g *ProofGarbler) Garble(c *circuit.Circuit, base uint64, in []Label, tables []byte) ([][]Label, []byte, error) {
 	if len(in) != c.InputBits() {
 		return nil, tables, fmt.Errorf("%w: %d input labels for %d input bits", ErrInputs, len(in), c.InputBits())
 	}
@@ -66,8 +65,8 @@ func (g *ProofGarbler) Garble(c *circuit.Circuit, in []Label, tables []byte) ([]
 			w[gt.Out] = w[gt.A].Xor(d)
 		case circuit.AND:
 			a0, b0 := w[gt.A], w[gt.B]
-			j := g.gate
-			g.gate++
+			j := base
+			base++
 			c0 := g.h.sum(g.buf, a0, j)
 			t := g.h.sum(g.buf, a0.Xor(d), j).Xor(c0).Xor(b0)
 			w[gt.Out] = c0
@@ -84,7 +83,6 @@ func (g *ProofGarbler) Garble(c *circuit.Circuit, in []Label, tables []byte) ([]
 // use.
 type ProofEvaluator struct {
 	h      *Hash
-	gate   uint64
 	wires  []Label
 	values []bool
 	buf    *[16]byte
@@ -96,13 +94,11 @@ func NewProofEvaluator(h *Hash) *ProofEvaluator { return &ProofEvaluator{h: h, b
 // Evaluate evaluates c on the active labels and the values of its input
 // bits, with the garbled tables of its AND gates, and returns the active
 // labels and the values of each output group.
-func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, in []Label, values []bool, tables []byte) ([][]Label, [][]bool, error) {
+func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, base uint64, in []Label, values []bool, tables []byte) ([][]Label, [][]bool, error) {
 	if len(in) != c.InputBits() || len(values) != len(in) {
-		e.gate += uint64(c.ANDs())
 		return nil, nil, fmt.Errorf("%w: %d labels and %d values for %d input bits", ErrInputs, len(in), len(values), c.InputBits())
 	}
 	if len(tables) != PrivacyFreeGateSize*c.ANDs() {
-		e.gate += uint64(c.ANDs())
 		return nil, nil, fmt.Errorf("%w: %d bytes for %d AND gates", ErrTables, len(tables), c.ANDs())
 	}
 	if cap(e.wires) < c.NumWires {
@@ -127,8 +123,8 @@ func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, in []Label, values []bool,
 			w[gt.Out] = w[gt.A]
 			v[gt.Out] = !v[gt.A]
 		case circuit.AND:
-			j := e.gate
-			e.gate++
+			j := base
+			base++
 			t := LabelOf(tables[off:])
 			off += PrivacyFreeGateSize
 			// The evaluator knows a; the row it takes is public to it.

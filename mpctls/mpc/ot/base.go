@@ -2,6 +2,7 @@ package ot
 
 import (
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 
 	"filippo.io/bigmod"
 	"filippo.io/nistec"
-	"github.com/cloudflare/circl/group"
 )
 
 // Errors of the OT protocols. Each error wraps one of them.
@@ -33,7 +33,7 @@ const pointSize = 33
 // MaxBaseOTs bounds the number of base OTs of one instance.
 const MaxBaseOTs = 1024
 
-const h2cDST = "ACDS-MPC-MR19-V1_P256_XMD:SHA-256_SSWU_RO_"
+const h2cDomain = "acds mpc mr19 hash to P-256 v1"
 
 var orderP256 = func() *bigmod.Modulus {
 	n, err := bigmod.NewModulus([]byte{
@@ -61,15 +61,28 @@ func randomScalar(r io.Reader) ([]byte, error) {
 	}
 }
 
-// hashToPoint is the random oracle onto P-256 of Masny–Rindal (RFC 9380,
-// P256_XMD:SHA-256_SSWU_RO_). It only ever hashes public values.
+// hashToPoint is the random oracle onto P-256 of Masny–Rindal, by
+// try-and-increment (Boneh, Lynn, Shacham 2001): the first counter whose
+// SHA-512 digest gives a valid x-coordinate (the first 32 bytes) picks
+// the point with the y-parity of byte 32. Every point but the identity is
+// equally likely. It only ever hashes public values, so the number of
+// tries leaks nothing.
 func hashToPoint(p *nistec.P256Point) (*nistec.P256Point, error) {
-	e := group.P256.HashToElement(p.BytesCompressed(), []byte(h2cDST))
-	raw, err := e.MarshalBinaryCompress()
-	if err != nil {
-		return nil, err
+	in := p.BytesCompressed()
+	var enc [33]byte
+	for ctr := uint32(0); ctr < 1024; ctr++ {
+		h := sha512.New()
+		h.Write([]byte(h2cDomain))
+		h.Write(in)
+		h.Write(binary.BigEndian.AppendUint32(nil, ctr))
+		d := h.Sum(nil)
+		enc[0] = 2 | d[32]&1
+		copy(enc[1:], d[:32])
+		if q, err := nistec.NewP256Point().SetBytes(enc[:]); err == nil {
+			return q, nil
+		}
 	}
-	return nistec.NewP256Point().SetBytes(raw)
+	return nil, fmt.Errorf("%w: no point found", ErrMessage) // probability 2^-1024
 }
 
 func parsePoint(b []byte) (*nistec.P256Point, error) {

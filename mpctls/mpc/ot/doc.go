@@ -5,8 +5,8 @@
 //     Diffie–Hellman over P-256 (CCS 2019), random OT with 128-bit seeds;
 //     one flight each way, the two flights independent. Points and scalars
 //     go through filippo.io/nistec and filippo.io/bigmod (constant time);
-//     the random oracle onto the curve (RFC 9380 SSWU, from circl) only
-//     ever hashes public points.
+//     the random oracle onto the curve (try-and-increment) only ever
+//     hashes public points.
 //   - Sender and Receiver: IKNP correlated OT extension with the KOS
 //     consistency check. The sender holds the correlation Δ (its base-OT
 //     choice bits) and gets q_j; the receiver gets a random choice r_j and
