@@ -354,17 +354,35 @@ func (s *Session) live() error {
 // Close ends the session and closes the connection. It does not finalize:
 // a notary signs nothing for a session that did not Finalize.
 func (s *Session) Close() error {
-	if s.t == nil || s.ended {
+	if s.t == nil {
 		return nil
 	}
-	s.ended = true
-	s.stopWorker()
-	if s.err == nil {
-		s.t.close()
+	if !s.ended {
+		s.ended = true
+		s.stopWorker()
+		if s.err == nil {
+			s.t.close()
+		}
 	}
+	s.wipe()
+	return nil
+}
+
+// wipe zeroes the session's secrets it holds itself — the offsets, the
+// proof's label seed, the ECDHE scalar, the correlated OTs — and drops
+// the garblers, once no goroutine uses them.
+func (s *Session) wipe() {
 	wipeLabel(&s.deltaA)
 	wipeLabel(&s.deltaB)
-	return nil
+	clear(s.seedB[:])
+	for _, p := range []*cotPool{&s.poolA, &s.poolB} {
+		clear(p.q)
+		clear(p.t)
+	}
+	if s.kx != nil {
+		clear(s.kx.scalar)
+	}
+	s.gaG, s.gbG, s.labelB = nil, nil, nil
 }
 
 func wipeLabel(l *garble.Label) { *l = garble.Label{} }
