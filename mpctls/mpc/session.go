@@ -58,8 +58,9 @@ type Config struct {
 	// ErrTimeout. Zero means 30 seconds.
 	IdleTimeout time.Duration
 	// MaxANDs bounds the AND gates of all calls of the session; it also
-	// bounds memory (the notary holds 32 bytes and the prover 16 per AND
-	// until they are used). Zero means 4,194,304.
+	// bounds memory (the notary holds about 25 bytes of garbled tables
+	// per AND until it evaluates them, the prover 16 bytes of the proof's
+	// and 16 of its hashes until Finalize). Zero means 4,194,304.
 	MaxANDs int
 	// MaxInputBits bounds the input bits of the session. Zero means
 	// 1,048,576.
@@ -925,9 +926,10 @@ func (s *Session) InputValue(ctx context.Context, owner Role, n int, value []byt
 }
 
 // Call computes circuit c on args, whose lengths must add up to c's input
-// groups in order, and returns one Value per output group. The prover
-// garbles and streams the tables at once; the notary evaluates when a
-// value it depends on is opened.
+// groups in order, and returns one Value per output group. It returns at
+// once: each party's worker garbles the call (the prover its execution,
+// the notary the proof) and streams the tables, and the notary evaluates
+// when a value that depends on the call is opened.
 func (s *Session) Call(ctx context.Context, c *circuit.Circuit, args ...Value) ([]Value, error) {
 	if err := s.live(); err != nil {
 		return nil, err
