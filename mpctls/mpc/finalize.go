@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"io"
+	"sync"
 
 	"filippo.io/nistec"
 
@@ -47,6 +48,7 @@ func (s *Session) Finalize(ctx context.Context) error {
 		return s.fail(err)
 	}
 	s.ended = true
+	s.stopWorker()
 	s.t.close()
 	return nil
 }
@@ -123,7 +125,11 @@ func (s *Session) finalizeNotary(ctx context.Context) error {
 	var want []garble.Label
 	for _, d := range s.decodes {
 		for i, w := range d.bits {
-			want = append(want, s.bits[w].b0.Select(b2u(d.values[i]), s.deltaB))
+			l, err := s.zeroLabel(w)
+			if err != nil {
+				return err
+			}
+			want = append(want, l.Select(b2u(d.values[i]), s.deltaB))
 		}
 	}
 	h := s.digest("final proof labels", putLabels(nil, want))
@@ -325,17 +331,37 @@ func (s *Session) verifyNotary(open []byte, r finalReveal, labels []garble.Label
 			}
 		}
 	}
-	// Every table, checked in call order from the evaluation's labels and
-	// values: with the input labels verified above, the first table that
-	// is not N's honest garbling stops the check, which thus depends only
-	// on N's view.
-	for k, cl := range s.calls {
-		in := make([]garble.Label, len(cl.args))
-		iv := make([]bool, len(cl.args))
-		for i, a := range cl.args {
-			in[i], iv[i] = labels[a], values[a]
-		}
-		if err := garble.CheckProof(s.hash, cl.c, cl.base, deltaB, in, iv, cl.tables, cl.hashes); err != nil {
+	// Every table, checked from the evaluation's labels and values. With
+	// the input labels verified above, the first call whose tables are not
+	// N's honest garbling fails whatever P's inputs are, so the outcome —
+	// some call failed or none did — depends only on N's view, even though
+	// the calls are checked two at a time and a later call's check may see
+	// labels an earlier bad call spoilt.
+	errs := make([]error, len(s.calls))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				cl := s.calls[k]
+				in := make([]garble.Label, len(cl.args))
+				iv := make([]bool, len(cl.args))
+				for i, a := range cl.args {
+					in[i], iv[i] = labels[a], values[a]
+				}
+				errs[k] = garble.CheckProof(s.hash, cl.c, cl.base, deltaB, in, iv, cl.tables, cl.hashes)
+			}
+		}()
+	}
+	for k := range s.calls {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
 			return fmt.Errorf("%w: the notary's proof garbling of call %d is not the circuit's", ErrCheat, k)
 		}
 	}
