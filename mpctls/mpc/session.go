@@ -58,8 +58,9 @@ type Config struct {
 	// ErrTimeout. Zero means 30 seconds.
 	IdleTimeout time.Duration
 	// MaxANDs bounds the AND gates of all calls of the session; it also
-	// bounds memory (the notary holds 32 bytes and the prover 16 per AND
-	// until they are used). Zero means 4,194,304.
+	// bounds memory (the notary holds about 25 bytes of garbled tables
+	// per AND until it evaluates them, the prover 16 bytes of the proof's
+	// and 16 of its hashes until Finalize). Zero means 4,194,304.
 	MaxANDs int
 	// MaxInputBits bounds the input bits of the session. Zero means
 	// 1,048,576.
@@ -354,17 +355,35 @@ func (s *Session) live() error {
 // Close ends the session and closes the connection. It does not finalize:
 // a notary signs nothing for a session that did not Finalize.
 func (s *Session) Close() error {
-	if s.t == nil || s.ended {
+	if s.t == nil {
 		return nil
 	}
-	s.ended = true
-	s.stopWorker()
-	if s.err == nil {
-		s.t.close()
+	if !s.ended {
+		s.ended = true
+		s.stopWorker()
+		if s.err == nil {
+			s.t.close()
+		}
 	}
+	s.wipe()
+	return nil
+}
+
+// wipe zeroes the session's secrets it holds itself — the offsets, the
+// proof's label seed, the ECDHE scalar, the correlated OTs — and drops
+// the garblers, once no goroutine uses them.
+func (s *Session) wipe() {
 	wipeLabel(&s.deltaA)
 	wipeLabel(&s.deltaB)
-	return nil
+	clear(s.seedB[:])
+	for _, p := range []*cotPool{&s.poolA, &s.poolB} {
+		clear(p.q)
+		clear(p.t)
+	}
+	if s.kx != nil {
+		clear(s.kx.scalar)
+	}
+	s.gaG, s.gbG, s.labelB = nil, nil, nil
 }
 
 func wipeLabel(l *garble.Label) { *l = garble.Label{} }
@@ -907,9 +926,10 @@ func (s *Session) InputValue(ctx context.Context, owner Role, n int, value []byt
 }
 
 // Call computes circuit c on args, whose lengths must add up to c's input
-// groups in order, and returns one Value per output group. The prover
-// garbles and streams the tables at once; the notary evaluates when a
-// value it depends on is opened.
+// groups in order, and returns one Value per output group. It returns at
+// once: each party's worker garbles the call (the prover its execution,
+// the notary the proof) and streams the tables, and the notary evaluates
+// when a value that depends on the call is opened.
 func (s *Session) Call(ctx context.Context, c *circuit.Circuit, args ...Value) ([]Value, error) {
 	if err := s.live(); err != nil {
 		return nil, err
