@@ -143,9 +143,12 @@ func (e *DataLossError) Error() string {
 	fmt.Fprintf(&b, "store: %s: ", e.Database)
 	switch e.Kind {
 	case LossBehind:
-		fmt.Fprintf(&b, "the database is behind its high-water mark %s: its last commit is number %d%s, the mark records number %d%s, so %d acknowledged commits are missing "+
-			"(a deleted, truncated or damaged write-ahead log, or a database restored from an older copy)",
-			e.Mark, e.DBSeq, when(e.DBAt), e.MarkSeq, when(e.MarkAt), e.MarkSeq-e.DBSeq)
+		cause := "a deleted, truncated or damaged write-ahead log, or a database file restored from an older copy"
+		if e.Database == "postgres" {
+			cause = "the database restored from an older dump, backup or point in time"
+		}
+		fmt.Fprintf(&b, "the database is behind its high-water mark %s: its last commit is number %d%s, the mark records number %d%s, so %d acknowledged commits are missing (%s)",
+			e.Mark, e.DBSeq, when(e.DBAt), e.MarkSeq, when(e.MarkAt), e.MarkSeq-e.DBSeq, cause)
 	case LossNewDatabase:
 		if e.MarkSeq > 0 || !e.MarkAt.IsZero() {
 			fmt.Fprintf(&b, "the database is new or empty, but the high-water mark %s records %d commits%s: its data is gone (the database file deleted or emptied, or the database reset)",
