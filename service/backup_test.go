@@ -87,6 +87,10 @@ func TestBackupOfARunningInstallationRestores(t *testing.T) {
 	if _, err := service.Backup(ctx, service.BackupOptions{DataDir: dir, Dir: backupDir}); err == nil {
 		t.Error("a backup into a directory that is not empty succeeded")
 	}
+	backupDB, err := os.ReadFile(filepath.Join(backupDir, "acds.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// One more acknowledged request, after the backup: the data
 	// directory's mark is then ahead of the backup's database.
 	after := process(t, ctx, c1, acds.OutputFHIRR4)
@@ -123,16 +127,12 @@ func TestBackupOfARunningInstallationRestores(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Only the database put back under the original directory: its
-	// mark counts the request made after the backup, so it refuses.
-	db, err := os.ReadFile(filepath.Join(restored, "acds.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Only the backup's database put back under the original directory:
+	// its mark counts the request made after the backup, so it refuses.
 	for _, f := range []string{"acds.db-wal", "acds.db-shm"} {
 		_ = os.Remove(filepath.Join(dir, f))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "acds.db"), db, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "acds.db"), backupDB, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, err = service.Open(ctx, service.Options{DataDir: dir, Enclave: backend})
