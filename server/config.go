@@ -136,8 +136,9 @@ type Config struct {
 	// PollInterval is how often an idle worker looks for claimable work
 	// (work accepted by this Server wakes it at once). Zero means 1 s.
 	PollInterval time.Duration
-	// MaxAttempts is how many times a request is claimed before it fails
-	// because no worker finished it. Zero means 3.
+	// MaxAttempts is how many attempts a request is charged before it
+	// fails because no worker finished it (an attempt that died with
+	// others in its process is not charged). Zero means 3.
 	MaxAttempts int
 	// ProcessTimeout bounds one attempt; an attempt that exceeds it fails
 	// the request with unavailable. Zero means 5 min.

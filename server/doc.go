@@ -34,12 +34,17 @@
 // the request durably (the Store returns only once the row is on disk) and
 // only then answer 202 with a Location. Workers claim requests with a
 // lease (Config.Lease) and heartbeat every third of it. A worker that dies
-// (killed process, panic, Close with an expired context) stops
-// heartbeating; its lease expires and any worker sharing the store,
-// in this process or another replica, re-claims the request. A request
-// claimed Config.MaxAttempts times (3) without ending fails with an
-// "internal" problem that says so. Every accepted request therefore ends
-// exactly once, completed or failed.
+// (killed process, panic) stops heartbeating; once its lease expires, the
+// request is a suspect: it was in flight when its process died, and may
+// be what killed it. Suspects are retried one at a time, each alone in
+// its process (in this process or another replica sharing the store); one
+// whose solo retry dies too fails with an "internal" problem saying that
+// processing could not complete, and the others are not charged for the
+// crash. Close with an expired context gives the leases of the attempts it
+// stops back to the store. A request claimed Config.MaxAttempts times (3)
+// without ending fails with an "internal" problem that says so. Every
+// accepted request therefore ends exactly once, completed or failed, and
+// one that kills its process is retried once.
 //
 // Portal credentials are sealed by the enclave, bound to the request id,
 // before they are stored, erased when the fetch ends and after

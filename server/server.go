@@ -39,6 +39,9 @@ type Server struct {
 	metrics      *metrics
 
 	wake      chan struct{}   // accepted work: wake an idle worker
+	alone     *aloneGate      // lets the isolator run a suspect alone
+	exhausted []byte          // the problem of a request out of attempts
+	crashed   []byte          // the problem of a request that killed its process twice
 	waiters   *waiters        // long-polling GETs and the requests local workers run
 	attempts  runningAttempts // the attempts local workers run, stopped by DELETE
 	streams   eventStreams    // open event streams (events.go)
@@ -71,7 +74,10 @@ func New(cfg Config) (*Server, error) {
 		instance: hex.EncodeToString(id[:]),
 		wake:     make(chan struct{}, max(c.Workers, 1)),
 		waiters:  newWaiters(),
+		alone:    newAloneGate(),
+		crashed:  crashedProblem(),
 	}
+	s.exhausted = s.exhaustedProblem()
 	s.sessions = newSessionCache(100_000)
 	s.argon = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
 	s.bodies = make(chan struct{}, c.MaxBodies)
@@ -91,6 +97,10 @@ func New(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go s.worker(fmt.Sprintf("%s/%d", s.instance, i))
 	}
+	if c.Workers > 0 {
+		s.wg.Add(1)
+		go s.isolator()
+	}
 	s.wg.Add(1)
 	go s.janitor()
 	s.startWebhooks() // webhooks.go
@@ -103,8 +113,8 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops claiming new work and waits for in-flight requests to finish
-// until ctx ends; requests still running then are abandoned (their leases
-// expire and another worker, here or in another replica, re-claims them).
+// until ctx ends; requests still running then are abandoned and given back
+// to the store, for another worker, here or in another replica, to claim.
 // The handler keeps accepting requests durably after Close; the Store is
 // not closed. Close takes the server's collectors off Config.Metrics. It
 // returns ctx.Err() when it had to abandon work.

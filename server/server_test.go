@@ -378,12 +378,13 @@ func TestWorkerDeathLeaseExpiryReclaim(t *testing.T) {
 	}
 }
 
-// A request whose every attempt dies (the worker panics) is failed after
-// MaxAttempts claims with a problem that says why, never left processing.
-func TestExhaustedAttemptsFail(t *testing.T) {
+// A request whose every attempt dies (the worker panics) is retried once,
+// alone, and then failed with a problem that says processing could not
+// complete, never left processing.
+func TestDyingAttemptsFail(t *testing.T) {
 	var calls atomic.Int32
 	h := newHarness(t, func(c *server.Config) {
-		c.Lease = 100 * time.Millisecond
+		c.Lease, c.PollInterval = 100*time.Millisecond, 20*time.Millisecond
 		c.Pipeline = &servertest.Pipeline{Hook: func(context.Context, []byte) error {
 			calls.Add(1)
 			panic("simulated worker crash")
@@ -394,11 +395,11 @@ func TestExhaustedAttemptsFail(t *testing.T) {
 	id := decode[acds.Accepted](t, b).RequestID
 	r := h.wait(s.Token, id, 10*time.Second)
 	if r.Status != acds.StatusFailed || r.Error == nil || r.Error.Code() != acds.ProblemInternal ||
-		!strings.Contains(r.Error.Detail, "attempted 3 times") || r.CompletedAt == nil {
+		!strings.Contains(r.Error.Detail, "processing could not complete") || r.CompletedAt == nil {
 		t.Fatalf("request = %+v, error %+v", r, r.Error)
 	}
-	if n := calls.Load(); n != 3 {
-		t.Fatalf("pipeline ran %d times, want 3", n)
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("pipeline ran %d times, want 2 (the attempt and one retry alone)", n)
 	}
 }
 

@@ -180,6 +180,22 @@ func (d *deadlineStore) Heartbeat(ctx context.Context, id, worker string, until 
 	return err
 }
 
+func (d *deadlineStore) Release(ctx context.Context, id, worker string) error {
+	c, cancel := d.ctx(ctx)
+	defer cancel()
+	err := d.Store.Release(c, id, worker)
+	d.health.observe(ctx, err)
+	return err
+}
+
+func (d *deadlineStore) Suspects(ctx context.Context, now time.Time, affinity string) (int, error) {
+	c, cancel := d.ctx(ctx)
+	defer cancel()
+	n, err := d.Store.Suspects(c, now, affinity)
+	d.health.observe(ctx, err)
+	return n, err
+}
+
 func (d *deadlineStore) Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error {
 	c, cancel := d.ctx(ctx)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -19,12 +20,18 @@ import (
 
 // The request lifecycle. A worker claims the oldest claimable request with
 // a lease of cfg.Lease and heartbeats every Lease/3 while it works. When
-// the worker dies (process killed, panic, server closed mid-way), its
-// heartbeats stop, the lease expires and any worker sharing the store
-// re-claims the request. Claim counts attempts; a request claimed
+// the worker dies (process killed, panic), its heartbeats stop, the lease
+// expires and the request becomes a suspect of crash isolation (store
+// package documentation): every request in flight on a dead process is
+// one, since which of them killed it is unknown. Suspects are retried one
+// at a time, each alone in its process (the isolator below); one whose
+// solo attempt dies too is failed by the store with the crashed problem,
+// and the others are not charged for the crash. A request claimed
 // cfg.MaxAttempts times without ending is failed by the store with the
 // exhausted problem. So every accepted request ends, exactly once, in
-// completed or failed.
+// completed or failed, and a request that kills its process is retried
+// once. A worker that stops because the server closes gives its lease
+// back.
 
 // errAbandon means: stop working on this request without ending it; the
 // lease will expire and the request will be re-claimed.
@@ -38,30 +45,41 @@ func (s *Server) exhaustedProblem() []byte {
 	return b
 }
 
+// crashedProblem is the problem of a request whose attempt ended with the
+// process dying, and whose retry, alone in its process, did too.
+func crashedProblem() []byte {
+	b, _ := json.Marshal(acds.NewProblem(acds.ProblemInternal,
+		"processing could not complete: the process stopped during this request's attempt, and again when the request was retried alone; the request will not be retried"))
+	return b
+}
+
+// claimOptions are the options of a claim by worker, solo or not.
+func (s *Server) claimOptions(worker string, solo bool) store.ClaimOptions {
+	return store.ClaimOptions{
+		Worker: worker, Lease: s.cfg.Lease, MaxAttempts: s.cfg.MaxAttempts,
+		Exhausted: s.exhausted, Now: s.cfg.Now(), Affinity: s.affinity(),
+		Isolate: true, Solo: solo, Crashed: s.crashed,
+	}
+}
+
 func (s *Server) worker(id string) {
 	defer s.wg.Done()
-	exhausted := s.exhaustedProblem()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		if s.claimCtx.Err() != nil {
+		if s.claimCtx.Err() != nil || !s.alone.enter(s.claimCtx) {
 			return
 		}
-		req, err := s.cfg.Store.Claim(s.claimCtx, store.ClaimOptions{
-			Worker: id, Lease: s.cfg.Lease, MaxAttempts: s.cfg.MaxAttempts,
-			Exhausted: exhausted, Now: s.cfg.Now(), Affinity: s.affinity(),
-		})
+		req, err := s.cfg.Store.Claim(s.claimCtx, s.claimOptions(id, false))
 		if err != nil && s.claimCtx.Err() == nil {
 			s.log.Warn("claim failed", "worker", id, "err", err)
 		}
 		if req != nil {
-			s.metrics.busy.Add(1)
-			start := time.Now()
-			s.run(id, req)
-			s.metrics.attempts.WithLabelValues(req.Kind).Observe(time.Since(start).Seconds())
-			s.metrics.busy.Add(-1)
+			s.runMeasured(id, req)
+			s.alone.leave()
 			continue // there may be more
 		}
+		s.alone.leave()
 		timer.Reset(s.cfg.PollInterval)
 		select {
 		case <-s.claimCtx.Done():
@@ -70,6 +88,131 @@ func (s *Server) worker(id string) {
 		case <-timer.C:
 		}
 	}
+}
+
+// isolator retries suspects, one at a time, alone in this process: every
+// PollInterval it asks the store whether there are suspects this server
+// may claim; if so, it stops the workers from claiming, waits for the
+// attempts they run to end, and runs one suspect with a solo claim.
+func (s *Server) isolator() {
+	defer s.wg.Done()
+	id := s.instance + "/solo"
+	timer := time.NewTimer(s.cfg.PollInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.claimCtx.Done():
+			return
+		case <-timer.C:
+		}
+		timer.Reset(s.cfg.PollInterval)
+		n, err := s.cfg.Store.Suspects(s.claimCtx, s.cfg.Now(), s.affinity())
+		if err != nil && s.claimCtx.Err() == nil {
+			s.log.Warn("looking for suspects failed", "err", err)
+		}
+		if n == 0 {
+			continue
+		}
+		if !s.alone.take(s.claimCtx) {
+			return
+		}
+		req, err := s.cfg.Store.Claim(s.claimCtx, s.claimOptions(id, true))
+		if err != nil && s.claimCtx.Err() == nil {
+			s.log.Warn("solo claim failed", "err", err)
+		}
+		if req != nil {
+			s.log.Warn("retrying a request alone: its attempt was in flight when a process died", "request_id", req.ID)
+			s.runMeasured(id, req)
+			timer.Reset(0) // there may be more
+		}
+		s.alone.give()
+	}
+}
+
+// runMeasured runs req and counts it in the worker metrics.
+func (s *Server) runMeasured(worker string, req *store.Request) {
+	s.metrics.busy.Add(1)
+	start := time.Now()
+	s.run(worker, req)
+	s.metrics.attempts.WithLabelValues(req.Kind).Observe(time.Since(start).Seconds())
+	s.metrics.busy.Add(-1)
+}
+
+// aloneGate lets the isolator run an attempt alone in the process: the
+// workers enter it around each claim and attempt, and take waits until
+// none is inside and keeps them out until give.
+type aloneGate struct {
+	mu      sync.Mutex
+	inside  int           // workers claiming or running an attempt
+	taken   bool          // the isolator holds, or waits for, the process
+	changed chan struct{} // closed and replaced when inside or taken changes
+}
+
+func newAloneGate() *aloneGate { return &aloneGate{changed: make(chan struct{})} }
+
+// signal wakes every waiter; the caller holds g.mu.
+func (g *aloneGate) signal() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// enter waits until the gate is not taken and enters it; false when ctx
+// ended first.
+func (g *aloneGate) enter(ctx context.Context) bool {
+	for {
+		g.mu.Lock()
+		if !g.taken {
+			g.inside++
+			g.mu.Unlock()
+			return true
+		}
+		ch := g.changed
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// leave undoes enter.
+func (g *aloneGate) leave() {
+	g.mu.Lock()
+	g.inside--
+	g.signal()
+	g.mu.Unlock()
+}
+
+// take keeps workers from entering and waits until none is inside; false
+// (and the gate given back) when ctx ended first. One caller at a time.
+func (g *aloneGate) take(ctx context.Context) bool {
+	g.mu.Lock()
+	g.taken = true
+	g.mu.Unlock()
+	for {
+		g.mu.Lock()
+		if g.inside == 0 {
+			g.mu.Unlock()
+			return true
+		}
+		ch := g.changed
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			g.give()
+			return false
+		}
+	}
+}
+
+// give undoes take.
+func (g *aloneGate) give() {
+	g.mu.Lock()
+	g.taken = false
+	g.signal()
+	g.mu.Unlock()
 }
 
 // run works on one claimed request and ends it, unless the attempt is
@@ -131,8 +274,11 @@ func (s *Server) run(worker string, req *store.Request) {
 	case leaseLost:
 		log.Warn("lease lost; another worker owns the request now")
 		return
-	case errors.Is(err, errAbandon) || s.workCtx.Err() != nil:
-		log.Warn("attempt abandoned; the request will be re-claimed when its lease expires")
+	case s.workCtx.Err() != nil:
+		s.release(req, worker, log)
+		return
+	case errors.Is(err, errAbandon):
+		log.Warn("attempt abandoned; the request will be retried alone when its lease expires")
 		return
 	}
 	// The outcome is written even while closing, with a bounded context.
@@ -394,6 +540,18 @@ func resultRecord(r *acds.Result) []byte {
 		b = append(append(b, `,"disclosureKey":`...), key...)
 	}
 	return append(b, '}')
+}
+
+// release gives back the lease of an attempt stopped because the server
+// is closing, so that the request is claimable at once, and not a suspect.
+func (s *Server) release(req *store.Request, worker string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
+	defer cancel()
+	if err := s.cfg.Store.Release(ctx, req.ID, worker); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		log.Warn("attempt abandoned; giving back its lease failed, the request will be retried alone when the lease expires", "err", err)
+		return
+	}
+	log.Warn("attempt abandoned as the server closes; the request was given back")
 }
 
 // errDeleted is the cause that stops an attempt whose request was deleted.

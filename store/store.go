@@ -24,7 +24,29 @@
 // with the Exhausted problem instead, so no request stays processing
 // forever. A worker that learns ErrLeaseLost must drop its work: another
 // worker holds the request, or it ended or was deleted. A lease that has
-// run out but was not yet re-claimed still belongs to its worker.
+// run out but was not yet re-claimed still belongs to its worker. A worker
+// that stops without an outcome (its server is closing) gives the lease
+// back with Release.
+//
+// # Crash isolation
+//
+// A request whose processing kills the process (a query that exhausts
+// memory) would, re-claimed like any other, kill every process that takes
+// it, and each crash would cost an attempt of every request in flight
+// beside it. With ClaimOptions.Isolate the store tells the guilty from the
+// innocent without knowing which one it was: a request whose lease ran
+// out while its attempt had not ended becomes a suspect ([Suspect]) and
+// that attempt is not counted. Suspects are never claimed with the other
+// requests; a claim with ClaimOptions.Solo, which its caller makes only
+// when nothing else runs in its process and which keeps anything else
+// from starting there until the attempt ends, leases one as [Solo]. A
+// solo attempt ends like any other (an innocent bystander is charged one
+// attempt, the one it ran alone), and one given back with Release leaves a
+// suspect again; a solo lease that runs out is a process that died running
+// that request alone, and the next claim fails the request with
+// ClaimOptions.Crashed. So a request that kills its process is retried
+// once, alone, and then fails; Suspects tells a server when to make room
+// for a solo claim.
 //
 // Leases are compared with the times callers pass in (ClaimOptions.Now,
 // Heartbeat's until): replicas sharing a PostgreSQL database need clocks
@@ -119,7 +141,12 @@ type Request struct {
 	// Error is the JSON problem object of a failed request.
 	Error []byte
 
-	Attempts   int       // number of times a worker claimed the request
+	// Attempts is the number of attempts counted against
+	// ClaimOptions.MaxAttempts: one for each claim, less those that
+	// crash isolation took back (an attempt that died while others ran
+	// beside it).
+	Attempts   int
+	Isolation  Isolation // where the request stands in crash isolation
 	LeaseOwner string    // worker holding the lease, "" when none
 	LeaseUntil time.Time // lease expiry; zero when none
 
@@ -166,7 +193,39 @@ type ClaimOptions struct {
 	Affinity string
 	// Now is the current time; the zero value means time.Now().
 	Now time.Time
+
+	// Isolate turns on crash isolation (see the package documentation).
+	// With it a request whose lease ran out is not claimed again: it
+	// becomes a Suspect, its lost attempt uncounted, and waits for a Solo
+	// claim. Zero value: a request whose lease ran out is claimable like
+	// any other, and its next claim counts one more attempt.
+	Isolate bool
+	// Solo (with Isolate) claims only a Suspect, or a request whose lease
+	// ran out (which thereby becomes one), and leases it as Solo. The
+	// caller promises that nothing else runs in its process until the
+	// attempt ends.
+	Solo bool
+	// Crashed (with Isolate) is the JSON problem stored on a request
+	// whose Solo lease ran out: its process died running it alone.
+	Crashed []byte
 }
+
+// Isolation is where a request stands in crash isolation
+// (ClaimOptions.Isolate); see the package documentation.
+type Isolation int
+
+const (
+	// NotIsolated: no attempt of the request has died.
+	NotIsolated Isolation = iota
+	// Suspect: an attempt died (its lease ran out before it ended) while
+	// other attempts may have run in the same process; the request waits
+	// for a claim with ClaimOptions.Solo.
+	Suspect
+	// Solo: leased by a claim with ClaimOptions.Solo, to a worker that
+	// runs it alone in its process. If this lease runs out, the request
+	// is failed with ClaimOptions.Crashed.
+	Solo
+)
 
 // QueueStats is what a store reports about the requests still in
 // acds.StatusProcessing (queued or running), for an operator's metrics.
@@ -269,6 +328,17 @@ type Store interface {
 	// Heartbeat extends the worker's lease to until; ErrLeaseLost when the
 	// worker no longer holds it.
 	Heartbeat(ctx context.Context, id, worker string, until time.Time) error
+	// Release gives back the worker's lease on a request that it stops
+	// working on without an outcome (its server is closing): the request
+	// stays processing and is claimable at once, and a Solo request is a
+	// Suspect again; the attempt stays counted. ErrLeaseLost when the
+	// worker no longer holds the lease.
+	Release(ctx context.Context, id, worker string) error
+	// Suspects returns how many requests a claim with Isolate and Solo at
+	// now, with that affinity, could lease: Suspects, and requests whose
+	// lease ran out before now with their attempt not ended (which such a
+	// claim turns into suspects).
+	Suspects(ctx context.Context, now time.Time, affinity string) (int, error)
 	// Complete ends the request as completed with result, erasing Sealed;
 	// ErrLeaseLost when the worker no longer holds the lease.
 	Complete(ctx context.Context, id, worker string, result []byte, now time.Time) error

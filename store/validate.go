@@ -88,6 +88,9 @@ func claimSettings(o ClaimOptions) (ClaimOptions, error) {
 	if o.MaxAttempts < 0 {
 		return o, fmt.Errorf("%w: negative max attempts", ErrInvalid)
 	}
+	if o.Solo && !o.Isolate {
+		return o, fmt.Errorf("%w: a solo claim needs crash isolation", ErrInvalid)
+	}
 	if len(o.Affinity) > MaxIDLen {
 		return o, fmt.Errorf("%w: affinity is longer than %d bytes", ErrInvalid, MaxIDLen)
 	}

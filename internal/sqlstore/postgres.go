@@ -458,13 +458,13 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 }
 
 const pgRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
-	lease_owner, lease_until, created_at, updated_at, completed_at, erased_at, affinity`
+	lease_owner, lease_until, created_at, updated_at, completed_at, erased_at, affinity, isolation`
 
 func scanPgRequest(row pgx.Row) (store.Request, error) {
 	var r store.Request
 	var leaseUntil, completedAt, erasedAt *time.Time
 	err := row.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
-		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt, &erasedAt, &r.Affinity)
+		&r.LeaseOwner, &leaseUntil, &r.CreatedAt, &r.UpdatedAt, &completedAt, &erasedAt, &r.Affinity, &r.Isolation)
 	if err != nil {
 		return store.Request{}, err
 	}
@@ -577,29 +577,47 @@ func (p *Postgres) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 	err = pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 		claimed = nil
 		for {
-			var id string
+			var id, leaseOwner string
 			var attempts int
-			err := tx.QueryRow(ctx, `SELECT id, attempts FROM requests
+			var isolation store.Isolation
+			err := tx.QueryRow(ctx, `SELECT id, attempts, lease_owner, isolation FROM requests
 				WHERE status = 'processing' AND (lease_until IS NULL OR lease_until <= $1)
-				AND ($2 = '' OR affinity = '' OR affinity = $2)
-				ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, o.Now, o.Affinity).Scan(&id, &attempts)
+				AND ($2 = '' OR affinity = '' OR affinity = $2)`+isolationFilter(o)+`
+				ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`, o.Now, o.Affinity).Scan(&id, &attempts, &leaseOwner, &isolation)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
+			if o.Isolate && leaseOwner != "" { // a lease that ran out
+				if isolation == store.Solo {
+					if err := pgFailClaimable(ctx, tx, id, o.Crashed, o.Now); err != nil {
+						return err
+					}
+					continue
+				}
+				attempts = max(attempts-1, 0)
+				if _, err := tx.Exec(ctx, `UPDATE requests SET isolation = 1, attempts = $1, lease_owner = '', lease_until = NULL
+					WHERE id = $2`, attempts, id); err != nil {
+					return err
+				}
+				if !o.Solo {
+					continue
+				}
+			}
 			if o.MaxAttempts > 0 && attempts >= o.MaxAttempts {
-				if _, err := tx.Exec(ctx, `UPDATE requests SET status = 'failed', error = $1, sealed = NULL, affinity = '',
-					lease_owner = '', lease_until = NULL, updated_at = $2, completed_at = $2 WHERE id = $3`,
-					o.Exhausted, o.Now, id); err != nil {
+				if err := pgFailClaimable(ctx, tx, id, o.Exhausted, o.Now); err != nil {
 					return err
 				}
 				continue
 			}
+			if o.Solo {
+				isolation = store.Solo
+			}
 			r, err := scanPgRequest(tx.QueryRow(ctx, `UPDATE requests SET attempts = attempts + 1, lease_owner = $1,
-				lease_until = $2, updated_at = $3 WHERE id = $4 RETURNING `+pgRequestCols,
-				o.Worker, store.StoredTime(o.Now.Add(o.Lease)), o.Now, id))
+				lease_until = $2, updated_at = $3, isolation = $4 WHERE id = $5 RETURNING `+pgRequestCols,
+				o.Worker, store.StoredTime(o.Now.Add(o.Lease)), o.Now, isolation, id))
 			if err != nil {
 				return err
 			}
@@ -611,6 +629,43 @@ func (p *Postgres) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 		return nil, p.err("claim", err)
 	}
 	return claimed, nil
+}
+
+// pgFailClaimable ends request id, found by a claim, as failed with problem.
+func pgFailClaimable(ctx context.Context, tx pgx.Tx, id string, problem []byte, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE requests SET status = 'failed', error = $1, sealed = NULL, affinity = '',
+		lease_owner = '', lease_until = NULL, updated_at = $2, completed_at = $2 WHERE id = $3`, problem, now, id)
+	return err
+}
+
+// Release implements [Store].
+func (p *Postgres) Release(ctx context.Context, id, worker string) error {
+	if id == "" || worker == "" {
+		return store.ErrLeaseLost
+	}
+	tag, err := p.pool.Exec(ctx, `UPDATE requests SET lease_owner = '', lease_until = NULL,
+		isolation = CASE WHEN isolation = 2 THEN 1 ELSE isolation END
+		WHERE id = $1 AND lease_owner = $2 AND status = 'processing'`, id, worker)
+	if err != nil {
+		return p.err("release", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrLeaseLost
+	}
+	return nil
+}
+
+// Suspects implements [Store].
+func (p *Postgres) Suspects(ctx context.Context, now time.Time, affinity string) (int, error) {
+	var n int
+	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM requests
+		WHERE status = 'processing' AND ($1 = '' OR affinity = '' OR affinity = $1)
+		AND ((isolation = 1 AND lease_owner = '') OR (isolation = 0 AND lease_owner <> '' AND lease_until <= $2))`,
+		affinity, store.StoredTime(now)).Scan(&n)
+	if err != nil {
+		return 0, p.err("suspects", err)
+	}
+	return n, nil
 }
 
 // Heartbeat implements [Store].

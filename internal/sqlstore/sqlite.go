@@ -1110,7 +1110,7 @@ func (s *SQLite) CreateRequest(ctx context.Context, r store.Request) error {
 }
 
 const sqliteRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
-	lease_owner, lease_until, created_at, updated_at, completed_at, input_codec, result_codec, erased_at, affinity`
+	lease_owner, lease_until, created_at, updated_at, completed_at, input_codec, result_codec, erased_at, affinity, isolation`
 
 // storedRequest is a request as scanned, its input and result possibly
 // still compressed.
@@ -1140,7 +1140,7 @@ func scanSQLiteRequest(sc scanner) (storedRequest, error) {
 	var leaseUntil, completedAt, erasedAt sql.NullInt64
 	var created, updated int64
 	err := sc.Scan(&r.ID, &r.Owner, &r.Kind, &r.Status, &r.Input, &r.Sealed, &r.Result, &r.Error, &r.Attempts,
-		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt, &sr.inputCodec, &sr.resultCodec, &erasedAt, &r.Affinity)
+		&r.LeaseOwner, &leaseUntil, &created, &updated, &completedAt, &sr.inputCodec, &sr.resultCodec, &erasedAt, &r.Affinity, &r.Isolation)
 	if err != nil {
 		return storedRequest{}, err
 	}
@@ -1264,28 +1264,47 @@ func (s *SQLite) Claim(ctx context.Context, o store.ClaimOptions) (*store.Reques
 	err = s.write(ctx, false, func(w *writeConn) error {
 		claimed = nil
 		for {
-			var id string
+			var id, leaseOwner string
 			var attempts int
-			err := w.queryRow(`SELECT id, attempts FROM requests
+			var isolation store.Isolation
+			err := w.queryRow(`SELECT id, attempts, lease_owner, isolation FROM requests
 				WHERE status = 'processing' AND (lease_until IS NULL OR lease_until <= ?)
-				AND (? = '' OR affinity = '' OR affinity = ?)
-				ORDER BY created_at, id LIMIT 1`, now, o.Affinity, o.Affinity).Scan(&id, &attempts)
+				AND (? = '' OR affinity = '' OR affinity = ?)`+isolationFilter(o)+`
+				ORDER BY created_at, id LIMIT 1`, now, o.Affinity, o.Affinity).Scan(&id, &attempts, &leaseOwner, &isolation)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil
 			}
 			if err != nil {
 				return fmt.Errorf("store: claim: %w", err)
 			}
+			if o.Isolate && leaseOwner != "" { // a lease that ran out
+				if isolation == store.Solo {
+					if err := w.failClaimable(id, o.Crashed, now); err != nil {
+						return err
+					}
+					continue
+				}
+				attempts = max(attempts-1, 0)
+				if _, err := w.exec(`UPDATE requests SET isolation = 1, attempts = ?, lease_owner = '', lease_until = NULL
+					WHERE id = ?`, attempts, id); err != nil {
+					return fmt.Errorf("store: claim: isolate request: %w", err)
+				}
+				if !o.Solo {
+					continue
+				}
+			}
 			if o.MaxAttempts > 0 && attempts >= o.MaxAttempts {
-				if _, err := w.exec(`UPDATE requests SET status = 'failed', error = ?, sealed = NULL, affinity = '',
-					lease_owner = '', lease_until = NULL, updated_at = ?, completed_at = ? WHERE id = ?`,
-					o.Exhausted, now, now, id); err != nil {
-					return fmt.Errorf("store: claim: fail exhausted request: %w", err)
+				if err := w.failClaimable(id, o.Exhausted, now); err != nil {
+					return err
 				}
 				continue
 			}
+			if o.Solo {
+				isolation = store.Solo
+			}
 			if _, err := w.exec(`UPDATE requests SET attempts = attempts + 1, lease_owner = ?,
-				lease_until = ?, updated_at = ? WHERE id = ?`, o.Worker, store.StoredTime(o.Now.Add(o.Lease)).UnixMicro(), now, id); err != nil {
+				lease_until = ?, updated_at = ?, isolation = ? WHERE id = ?`,
+				o.Worker, store.StoredTime(o.Now.Add(o.Lease)).UnixMicro(), now, isolation, id); err != nil {
 				return fmt.Errorf("store: claim: %w", err)
 			}
 			sr, err := scanSQLiteRequest(w.queryRow("SELECT "+sqliteRequestCols+" FROM requests WHERE id = ?", id))
@@ -1304,6 +1323,60 @@ func (s *SQLite) Claim(ctx context.Context, o store.ClaimOptions) (*store.Reques
 		return nil, err
 	}
 	return &r, nil
+}
+
+// isolationFilter is the condition Claim adds, for both backends, to
+// select the requests a claim under crash isolation considers: a normal
+// claim never takes a suspect; a solo claim takes only suspects, solo
+// requests whose lease ran out (to fail them) and requests whose lease ran
+// out (which become suspects).
+func isolationFilter(o store.ClaimOptions) string {
+	switch {
+	case o.Solo:
+		return ` AND (isolation <> 0 OR lease_owner <> '')`
+	case o.Isolate:
+		return ` AND isolation <> 1`
+	}
+	return ""
+}
+
+// failClaimable ends request id, found by a claim, as failed with problem.
+func (w *writeConn) failClaimable(id string, problem []byte, now int64) error {
+	if _, err := w.exec(`UPDATE requests SET status = 'failed', error = ?, sealed = NULL, affinity = '',
+		lease_owner = '', lease_until = NULL, updated_at = ?, completed_at = ? WHERE id = ?`,
+		problem, now, now, id); err != nil {
+		return fmt.Errorf("store: claim: fail request: %w", err)
+	}
+	return nil
+}
+
+// Release implements [Store].
+func (s *SQLite) Release(ctx context.Context, id, worker string) error {
+	if id == "" || worker == "" {
+		return store.ErrLeaseLost
+	}
+	return s.write(ctx, true, func(w *writeConn) error {
+		res, err := w.exec(`UPDATE requests SET lease_owner = '', lease_until = NULL,
+			isolation = CASE WHEN isolation = 2 THEN 1 ELSE isolation END
+			WHERE id = ? AND lease_owner = ? AND status = 'processing'`, id, worker)
+		if err != nil {
+			return fmt.Errorf("store: release: %w", err)
+		}
+		return oneRow(res, store.ErrLeaseLost)
+	})
+}
+
+// Suspects implements [Store].
+func (s *SQLite) Suspects(ctx context.Context, now time.Time, affinity string) (int, error) {
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM requests
+		WHERE status = 'processing' AND (? = '' OR affinity = '' OR affinity = ?)
+		AND ((isolation = 1 AND lease_owner = '') OR (isolation = 0 AND lease_owner <> '' AND lease_until <= ?))`,
+		affinity, affinity, store.StoredTime(now).UnixMicro()).Scan(&n)
+	if err != nil {
+		return 0, s.readErr("suspects", err)
+	}
+	return n, nil
 }
 
 // Heartbeat implements [Store].

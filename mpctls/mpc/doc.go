@@ -78,6 +78,20 @@
 //     multiplication (1999), constant-time field arithmetic (bigmod) and
 //     points (nistec); N's part is opened and replayed by P at Finalize.
 //
+// # Security in short
+//
+// Against a deviating prover: if Finalize succeeds on the notary, every
+// value opened during the session is the circuits' output on the
+// notary's inputs and on inputs the prover fixed when it assigned them.
+// Before that, such a prover may have learnt the notary's (ephemeral)
+// inputs; so the notary signs only after Finalize. Against a deviating
+// notary: it learns nothing of the prover's inputs beyond what is opened
+// to it; values opened to the prover are authentic at once; everything
+// else the notary sent is checked at Finalize by checks that do not
+// depend on the prover's inputs. The engine checks what it can see: it
+// cannot check that the prover's inputs are the "right" ones (the TLS
+// handshake checks the ECDH share), and it does not encrypt its stream.
+//
 // What each step assumes and leaks, and the tests behind each claim, are
 // in docs/mpc-tls.md ("The two-party computation engine").
 package mpc

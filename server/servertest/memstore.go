@@ -359,6 +359,9 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 			if o.Affinity != "" && r.Affinity != "" && r.Affinity != o.Affinity {
 				continue
 			}
+			if o.Isolate && !isolationCandidate(r, o.Solo) {
+				continue
+			}
 			if oldest == nil || newer(oldest, r) {
 				oldest = r
 			}
@@ -366,13 +369,24 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 		if oldest == nil {
 			return nil, nil
 		}
-		if o.MaxAttempts > 0 && oldest.Attempts >= o.MaxAttempts {
-			oldest.Status = acds.StatusFailed
-			oldest.Error = slices.Clone(o.Exhausted)
-			oldest.Sealed, oldest.Affinity = nil, ""
+		if o.Isolate && oldest.LeaseOwner != "" { // a lease that ran out
+			if oldest.Isolation == store.Solo {
+				m.failClaimable(oldest, o.Crashed, now)
+				continue
+			}
+			oldest.Isolation = store.Suspect
+			oldest.Attempts = max(oldest.Attempts-1, 0)
 			oldest.LeaseOwner, oldest.LeaseUntil = "", time.Time{}
-			oldest.UpdatedAt, oldest.CompletedAt = now, now
+			if !o.Solo {
+				continue
+			}
+		}
+		if o.MaxAttempts > 0 && oldest.Attempts >= o.MaxAttempts {
+			m.failClaimable(oldest, o.Exhausted, now)
 			continue
+		}
+		if o.Solo {
+			oldest.Isolation = store.Solo
 		}
 		oldest.Attempts++
 		oldest.LeaseOwner = o.Worker
@@ -381,6 +395,64 @@ func (m *MemStore) Claim(ctx context.Context, o store.ClaimOptions) (*store.Requ
 		c := clone(oldest)
 		return &c, nil
 	}
+}
+
+// isolationCandidate reports whether a claim with crash isolation (solo
+// or not) considers r, a processing request whose lease, if any, ran out:
+// a normal claim never takes a suspect, and a solo claim takes only
+// suspects, Solo requests whose lease ran out (to fail them) and
+// requests whose lease ran out (which become suspects).
+func isolationCandidate(r *store.Request, solo bool) bool {
+	if solo {
+		return r.Isolation != store.NotIsolated || r.LeaseOwner != ""
+	}
+	return r.Isolation != store.Suspect
+}
+
+// failClaimable ends r, found by a claim, as failed with problem.
+func (m *MemStore) failClaimable(r *store.Request, problem []byte, now time.Time) {
+	r.Status = acds.StatusFailed
+	r.Error = slices.Clone(problem)
+	r.Sealed, r.Affinity = nil, ""
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	r.UpdatedAt, r.CompletedAt = now, now
+}
+
+// Release implements store.Store.
+func (m *MemStore) Release(ctx context.Context, id, worker string) error {
+	if err := m.begin(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	r, err := m.leased(id, worker)
+	if err != nil {
+		return err
+	}
+	r.LeaseOwner, r.LeaseUntil = "", time.Time{}
+	if r.Isolation == store.Solo {
+		r.Isolation = store.Suspect
+	}
+	return nil
+}
+
+// Suspects implements store.Store.
+func (m *MemStore) Suspects(ctx context.Context, now time.Time, affinity string) (int, error) {
+	if err := m.begin(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	now = dbOptTime(now)
+	n := 0
+	for _, r := range m.requests {
+		if r.Status != acds.StatusProcessing || (affinity != "" && r.Affinity != "" && r.Affinity != affinity) {
+			continue
+		}
+		orphan := r.Isolation == store.NotIsolated && r.LeaseOwner != "" && !r.LeaseUntil.After(now)
+		if orphan || (r.Isolation == store.Suspect && r.LeaseOwner == "") {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // leased returns the request id if worker holds its lease (even one that
