@@ -1,4 +1,4 @@
--- Version 8 (SQLite): the durable high-water mark (mark.go). store_mark
+-- Version 9 (SQLite): the durable high-water mark (mark.go). store_mark
 -- holds the database's random identity and the sequence number and time
 -- (Unix microseconds) of its last commit, advanced by every write
 -- transaction; marked becomes 1 once a mark file was written for this

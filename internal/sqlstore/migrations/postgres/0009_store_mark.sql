@@ -1,4 +1,4 @@
--- Version 8 (PostgreSQL): the durable high-water mark (mark.go).
+-- Version 9 (PostgreSQL): the durable high-water mark (mark.go).
 -- store_mark holds the database's random identity; replica_marks one
 -- row per replica, whose seq the replica advances after its writes and
 -- copies into its own mark file; data_loss_accepted records every open
