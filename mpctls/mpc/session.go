@@ -207,6 +207,7 @@ type input struct {
 	bits     []uint32
 	assigned bool
 	value    []bool // the owner's bits (P learns N's at Finalize)
+	random   bool   // a mask: its value is the owner's OT choices
 	first    int    // the input's first global input-bit number
 	cot      int    // the first correlated OT of its instance
 	flips    []bool // the derandomized choices
@@ -218,7 +219,8 @@ type call struct {
 	base   uint64
 	args   []uint32
 	outs   [][]uint32
-	tables []byte // N: GA tables until evaluated; P: GB tables once read
+	tables []byte         // N: GA tables until evaluated; P: GB tables once read
+	hashes []garble.Label // P: the proof evaluation's hash per AND gate
 	read   bool
 	done   bool   // N: evaluated
 	ready  bool   // every argument is available
@@ -1023,26 +1025,69 @@ func (s *Session) evaluate(ctx context.Context, k int) error {
 	return nil
 }
 
-// mask declares and assigns a random input of owner of n bits.
+// mask declares a random input of owner of n bits whose value is the
+// owner's random choices in n fresh correlated OTs of the instance that
+// carries its inputs, and returns it with its value (on the owner). Such
+// an input costs no choice message: the OT's q_j is the zero label of the
+// other party's execution. Only the prover's execution-A labels travel
+// (it garbles), with no Δ-correction to wait for.
 func (s *Session) mask(ctx context.Context, owner Role, n int) (Value, []byte, error) {
-	var val []byte
-	if owner == s.role {
-		val = make([]byte, (n+7)/8)
-		if _, err := io.ReadFull(s.rand, val); err != nil {
-			return Value{}, nil, err
-		}
-		if n%8 != 0 {
-			val[len(val)-1] &= 0xff << (8 - n%8)
-		}
-	}
 	v, err := s.Input(owner, n)
 	if err != nil {
 		return v, nil, err
 	}
-	if err := s.Assign(ctx, v, val); err != nil {
-		return v, nil, err
+	in := s.inputs[v.input-1]
+	in.assigned, in.random = true, true
+	if err := s.maskInput(ctx, in); err != nil {
+		return v, nil, s.fail(err)
 	}
-	return v, val, nil
+	if owner != s.role {
+		return v, nil, nil
+	}
+	return v, circuit.BytesOf(in.value), nil
+}
+
+func (s *Session) maskInput(ctx context.Context, in *input) error {
+	n := len(in.bits)
+	first, err := s.reserve(ctx, in.owner == Notary, n)
+	if err != nil {
+		return err
+	}
+	in.cot = first
+	switch {
+	case in.owner == Notary && s.role == Notary:
+		in.value = append([]bool(nil), s.poolA.r[first:first+n]...)
+		for i, w := range in.bits {
+			b := &s.bits[w]
+			b.a, b.have = garble.Label(s.poolA.t[first+i]), true
+		}
+	case in.owner == Notary && s.role == Prover:
+		for i, w := range in.bits {
+			s.bits[w].a0 = garble.Label(s.poolA.q[first+i])
+		}
+	case in.owner == Prover && s.role == Prover:
+		in.value = append([]bool(nil), s.poolB.r[first:first+n]...)
+		msg := make([]byte, 0, 16*n)
+		for i, w := range in.bits {
+			msg = putLabels(msg, []garble.Label{s.bits[w].a0.Select(b2u(in.value[i]), s.deltaA)})
+		}
+		return s.send(tMaskLabels, msg)
+	case in.owner == Prover && s.role == Notary:
+		msg, err := s.recv(ctx, tMaskLabels)
+		if err != nil {
+			return err
+		}
+		labels, err := parseLabels(msg, n)
+		if err != nil {
+			return err
+		}
+		for i, w := range in.bits {
+			b := &s.bits[w]
+			b.a, b.have = labels[i], true
+			b.b0 = garble.Label(s.poolB.q[first+i])
+		}
+	}
+	return nil
 }
 
 // Open reveals v to the audience and returns its bytes there (nil on the

@@ -103,7 +103,7 @@ func BenchmarkEvaluatePrivacyFree(b *testing.B) {
 	e := NewProofEvaluator(h)
 	in := active(zero, x, d)
 	perAND(b, c, func() {
-		if _, _, err := e.Evaluate(c, 0, in, x, tables); err != nil {
+		if _, _, err := e.Evaluate(c, 0, in, x, tables, nil); err != nil {
 			panic(err)
 		}
 	})

@@ -190,7 +190,7 @@ func TestPrivacyFree(t *testing.T) {
 		if len(tables) != PrivacyFreeGateSize*c.ANDs() {
 			t.Fatalf("call %d: %d bytes of tables", i, len(tables))
 		}
-		outAct, vals, err := e.Evaluate(c, base, active(zero, x, d), x, tables)
+		outAct, vals, err := e.Evaluate(c, base, active(zero, x, d), x, tables, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestPrivacyFreeAuthenticity(t *testing.T) {
 			t.Fatal(err)
 		}
 		tables[(trial*104729*16)%len(tables)] ^= 0x80
-		outAct, _, err := e.Evaluate(c, 0, active(zero, x, d), x, tables)
+		outAct, _, err := e.Evaluate(c, 0, active(zero, x, d), x, tables, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -261,7 +261,44 @@ func TestErrors(t *testing.T) {
 		t.Errorf("few labels: %v", err)
 	}
 	pe := NewProofEvaluator(h)
-	if _, _, err := pe.Evaluate(c, 0, make([]Label, c.InputBits()), make([]bool, c.InputBits()), nil); !errors.Is(err, ErrTables) {
+	if _, _, err := pe.Evaluate(c, 0, make([]Label, c.InputBits()), make([]bool, c.InputBits()), nil, nil); !errors.Is(err, ErrTables) {
 		t.Errorf("privacy-free, no tables: %v", err)
+	}
+}
+
+// TestCheckProof: the one-hash-per-gate check accepts an honest proof
+// garbling and rejects a flipped table entry or another Δ.
+func TestCheckProof(t *testing.T) {
+	c := aesCircuit(t)
+	h := NewHash([16]byte{5})
+	d, _ := RandomDelta(rand.Reader)
+	zero := randomLabels(t, c.InputBits())
+	x := randomBits(t, c.InputBits())
+	_, tables, err := NewProofGarbler(h, d).Garble(c, 7, zero, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashes := make([]Label, c.ANDs())
+	in := active(zero, x, d)
+	if _, _, err := NewProofEvaluator(h).Evaluate(c, 7, in, x, tables, hashes); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckProof(h, c, 7, d, in, x, tables, hashes); err != nil {
+		t.Fatalf("honest garbling: %v", err)
+	}
+	other, _ := RandomDelta(rand.Reader)
+	if err := CheckProof(h, c, 7, other, in, x, tables, hashes); !errors.Is(err, ErrTables) {
+		t.Fatalf("other Δ: %v", err)
+	}
+	for _, pos := range []int{0, 16 * 1000, len(tables) - 1} {
+		bad := append([]byte(nil), tables...)
+		bad[pos] ^= 1
+		hs := make([]Label, c.ANDs())
+		if _, _, err := NewProofEvaluator(h).Evaluate(c, 7, in, x, bad, hs); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckProof(h, c, 7, d, in, x, bad, hs); !errors.Is(err, ErrTables) {
+			t.Fatalf("flipped byte %d: %v", pos, err)
+		}
 	}
 }
