@@ -60,17 +60,28 @@ const (
 
 // Registration is the SMART client registration the operator configured
 // for a portal origin (Connector.Registrations). It prints, logs and
-// marshals without its Key (String, GoString, LogValue, MarshalJSON).
+// marshals without its Key or ClientSecret (String, GoString, LogValue,
+// MarshalJSON).
 type Registration struct {
 	ClientID    string // required
 	RedirectURI string // required; the connector intercepts the redirect and never dials it
-	Scope       string // empty means "openid launch/patient patient/*.read"
+	// Scope is the scopes the client asks for, separated by spaces; empty
+	// means DefaultScope. The connector asks for those the portal lists
+	// in scopes_supported, in their SMART v2 form where the portal
+	// advertises permission-v2.
+	Scope string
 	// Key, when set, authenticates the client at the token endpoint with
 	// private_key_jwt (RFC 7523): ECDSA P-256 (ES256), P-384 (ES384) or
-	// RSA ≥ 2048 bits (RS384). Nil means a public client.
+	// RSA ≥ 2048 bits (RS384). Nil (and no ClientSecret) means a public
+	// client.
 	Key crypto.Signer
 	// KeyID is the "kid" of Key's JWS header, when the portal wants one.
 	KeyID string
+	// ClientSecret, when set, authenticates a confidential client at the
+	// token endpoint with client_secret_basic or, where the portal lists
+	// only that, client_secret_post. A registration has a Key or a
+	// ClientSecret, not both.
+	ClientSecret string
 }
 
 // Record is a fetched patient record.

@@ -58,9 +58,10 @@
 //
 // # Constructions
 //
-//   - Garbling: half-gates with free-XOR (Zahur–Rosulek–Evans 2015), the
-//     tweakable circular correlation-robust hash π(π(x)⊕i)⊕π(x) over
-//     fixed-key AES (Guo–Katz–Wang–Yu 2020); P garbles, N evaluates.
+//   - Garbling: three-halves garbling with free-XOR (Rosulek–Roy 2021),
+//     1.5κ + 5 bits per AND gate, over the tweakable circular
+//     correlation-robust hash π(π(x)⊕i)⊕π(x) of fixed-key AES
+//     (Guo–Katz–Wang–Yu 2020); P garbles, N evaluates.
 //   - Base OT: Masny–Rindal endemic OT over P-256 (CCS 2019).
 //   - OT extension: IKNP correlated OT with the KOS consistency check
 //     (Ishai–Kilian–Nissim–Petrank 2003; Keller–Orsini–Scholl 2015), in
@@ -71,8 +72,8 @@
 //     same calls privacy-free (one ciphertext per AND; Frederiksen–
 //     Nielsen–Orlandi 2015, ZRE15 §5), P evaluates them at Finalize on
 //     N's revealed inputs and commits to the output labels before N opens
-//     its garbling and OTs. P's upload is one half-gates garbling; the
-//     proof travels from N to P.
+//     its garbling and OTs. P's upload is one garbling; the proof
+//     travels from N to P.
 //   - ECDH to field shares (ECtF) over P-256: A2M and M2A share conversion
 //     (DECO, Zhang et al. 2020; TLSNotary) with Gilboa's OT-based
 //     multiplication (1999), constant-time field arithmetic (bigmod) and

@@ -47,6 +47,7 @@ func (s *Session) Finalize(ctx context.Context) error {
 		return s.fail(err)
 	}
 	s.ended = true
+	s.stopWorker()
 	s.t.close()
 	return nil
 }
@@ -123,7 +124,11 @@ func (s *Session) finalizeNotary(ctx context.Context) error {
 	var want []garble.Label
 	for _, d := range s.decodes {
 		for i, w := range d.bits {
-			want = append(want, s.bits[w].b0.Select(b2u(d.values[i]), s.deltaB))
+			l, err := s.zeroLabel(w)
+			if err != nil {
+				return err
+			}
+			want = append(want, l.Select(b2u(d.values[i]), s.deltaB))
 		}
 	}
 	h := s.digest("final proof labels", putLabels(nil, want))

@@ -108,3 +108,26 @@ func BenchmarkEvaluatePrivacyFree(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkGarbleThreeHalves(b *testing.B) {
+	c, zero, _ := benchCircuit(b)
+	g, _ := newThreeHalves(b)
+	tables := make([]byte, 0, ThreeHalvesSize(c.ANDs()))
+	perAND(b, c, func() {
+		if _, _, err := g.Garble(c, 0, zero, tables[:0]); err != nil {
+			panic(err)
+		}
+	})
+}
+
+func BenchmarkEvaluateThreeHalves(b *testing.B) {
+	c, zero, x := benchCircuit(b)
+	g, e := newThreeHalves(b)
+	_, tables, _ := g.Garble(c, 0, zero, nil)
+	in := active(zero, x, g.Delta())
+	perAND(b, c, func() {
+		if _, err := e.Evaluate(c, 0, in, tables); err != nil {
+			panic(err)
+		}
+	})
+}
