@@ -79,9 +79,15 @@ type Registration struct {
 	KeyID string
 	// ClientSecret, when set, authenticates a confidential client at the
 	// token endpoint with client_secret_basic or, where the portal lists
-	// only that, client_secret_post. A registration has a Key or a
-	// ClientSecret, not both.
+	// only that (or AuthMethod says so), client_secret_post. A
+	// registration has a Key or a ClientSecret, not both.
 	ClientSecret string
+	// AuthMethod is the token_endpoint_auth_method the client is
+	// registered with at the portal (RFC 7591), when it must be one: with
+	// a ClientSecret "client_secret_basic" or "client_secret_post", with
+	// a Key "private_key_jwt", with neither "none". Empty lets the
+	// portal's token_endpoint_auth_methods_supported choose.
+	AuthMethod string
 }
 
 // Record is a fetched patient record.

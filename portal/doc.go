@@ -78,7 +78,7 @@
 // patient/*.read) where the capabilities include permission-v2; the
 // client authenticates with the method token_endpoint_auth_methods_supported
 // lists for what the registration holds (client_secret_basic before
-// client_secret_post). Errors say whose the cause is: the user's
+// client_secret_post), or the one Registration.AuthMethod names. Errors say whose the cause is: the user's
 // credentials (invalid_grant on a password grant, a login shown again,
 // access_denied) are ErrAuthFailed; what the portal or the registration
 // cannot do (no common scope, no usable client authentication, no

@@ -201,6 +201,10 @@ func TestClientAuthChoice(t *testing.T) {
 		{secret, []string{"client_secret_post", "client_secret_basic"}, authSecretBasic},
 		{secret, []string{"client_secret_post"}, authSecretPost},
 		{secret, []string{"private_key_jwt"}, ""},
+		{Registration{ClientID: "c", ClientSecret: "sec", AuthMethod: authSecretPost}, []string{"client_secret_basic", "client_secret_post"}, authSecretPost},
+		{Registration{ClientID: "c", ClientSecret: "sec", AuthMethod: authSecretPost}, nil, authSecretPost},
+		{Registration{ClientID: "c", ClientSecret: "sec", AuthMethod: authSecretPost}, []string{"client_secret_basic"}, ""},
+		{Registration{ClientID: "c", ClientSecret: "sec", AuthMethod: authSecretBasic}, []string{"client_secret_post"}, ""},
 	} {
 		got, err := s.clientAuth(tc.reg, &smartConfig{TokenAuthMethods: tc.methods})
 		if got != tc.want || (tc.want == "") != (err != nil) {

@@ -286,6 +286,7 @@ func FuzzParseRegistrations(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "clientSecretFile": "s.txt"}]`))
 	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "clientSecretFile": "s.txt", "privateKeyFile": "k.pem"}]`))
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "clientSecretFile": "s.txt", "tokenEndpointAuthMethod": "client_secret_post"}]`))
 	dir := f.TempDir()
 	os.WriteFile(filepath.Join(dir, "s.txt"), []byte("a-client-secret\n"), 0o600)
 	f.Fuzz(func(t *testing.T, data []byte) {

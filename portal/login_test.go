@@ -185,10 +185,12 @@ func writeSecret(t *testing.T, secret string) string {
 }
 
 // TestClientSecretClients: a registration with a client secret (read from
-// a registrations file) authenticates as the portal's discovery document
-// says, client_secret_basic or client_secret_post; a wrong secret, or a
-// secret for a portal that takes only private_key_jwt, is
-// portal-unsupported; the secret never appears in an error.
+// a registrations file) authenticates with client_secret_basic, or with
+// the method it names (tokenEndpointAuthMethod) among those the portal's
+// discovery document lists; a wrong secret, a method the portal did not
+// register the client with, or a secret for a portal that takes only
+// private_key_jwt, is portal-unsupported; the secret never appears in an
+// error.
 func TestClientSecretClients(t *testing.T) {
 	const secret = "s3cr3t-CLIENT-9d2e"
 	for _, method := range []string{"client_secret_basic", "client_secret_post"} {
@@ -196,8 +198,8 @@ func TestClientSecretClients(t *testing.T) {
 			p := startDemo(t, demoportal.Options{Patients: 1, ClientID: "acds-conf", ClientSecret: secret, ClientAuthMethod: method})
 			origin := strings.TrimSuffix(p.Base, "/fhir")
 			file := filepath.Join(t.TempDir(), "registrations.json")
-			os.WriteFile(file, []byte(fmt.Sprintf(`[{"origin": %q, "clientId": "acds-conf", "redirectUri": %q, "clientSecretFile": %q}]`,
-				origin, portal.DemoRedirectURI, writeSecret(t, secret))), 0o600)
+			os.WriteFile(file, []byte(fmt.Sprintf(`[{"origin": %q, "clientId": "acds-conf", "redirectUri": %q, "clientSecretFile": %q, "tokenEndpointAuthMethod": %q}]`,
+				origin, portal.DemoRedirectURI, writeSecret(t, secret), method)), 0o600)
 			regs, err := portal.LoadRegistrations(file)
 			if err != nil {
 				t.Fatal(err)
@@ -213,13 +215,20 @@ func TestClientSecretClients(t *testing.T) {
 					t.Errorf("%s: token request %+v, want %s", st, got, method)
 				}
 			}
-			wrong := testConnector()
-			wrong.Registrations = map[string]portal.Registration{origin: {ClientID: "acds-conf", RedirectURI: portal.DemoRedirectURI, ClientSecret: "not-the-" + secret}}
-			for _, st := range []string{acds.SystemSMARTForm, acds.SystemSMARTPassword} {
-				_, err := fetchAs(t, p, wrong, st, "", demoCreds)
-				wantProblem(t, st+" with a wrong secret", err, portal.ErrUnsupported, acds.ProblemPortalUnsupported)
-				if err != nil && strings.Contains(err.Error(), secret) {
-					t.Errorf("the error quotes the secret: %v", err)
+			other := map[string]string{"client_secret_basic": "client_secret_post", "client_secret_post": "client_secret_basic"}[method]
+			for name, reg := range map[string]portal.Registration{
+				"a wrong secret":   {ClientID: "acds-conf", RedirectURI: portal.DemoRedirectURI, ClientSecret: "not-the-" + secret, AuthMethod: method},
+				"the other method": {ClientID: "acds-conf", RedirectURI: portal.DemoRedirectURI, ClientSecret: secret, AuthMethod: other},
+				"no public client": {ClientID: "acds-conf", RedirectURI: portal.DemoRedirectURI},
+			} {
+				wrong := testConnector()
+				wrong.Registrations = map[string]portal.Registration{origin: reg}
+				for _, st := range []string{acds.SystemSMARTForm, acds.SystemSMARTPassword} {
+					_, err := fetchAs(t, p, wrong, st, "", demoCreds)
+					wantProblem(t, st+" with "+name, err, portal.ErrUnsupported, acds.ProblemPortalUnsupported)
+					if err != nil && strings.Contains(err.Error(), secret) {
+						t.Errorf("the error quotes the secret: %v", err)
+					}
 				}
 			}
 		})

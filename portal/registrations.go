@@ -89,6 +89,9 @@ func (r Registration) String() string {
 	if r.ClientSecret != "" {
 		s += " client_secret"
 	}
+	if r.AuthMethod != "" {
+		s += " " + r.AuthMethod
+	}
 	return s
 }
 
@@ -109,7 +112,8 @@ func (r Registration) MarshalJSON() ([]byte, error) {
 		PrivateKey   string   `json:"privateKey,omitempty"`
 		KeyID        string   `json:"keyId,omitempty"`
 		ClientSecret string   `json:"clientSecret,omitempty"`
-	}{ClientID: r.ClientID, RedirectURI: r.RedirectURI, Scopes: strings.Fields(r.Scope), KeyID: r.KeyID}
+		AuthMethod   string   `json:"tokenEndpointAuthMethod,omitempty"`
+	}{ClientID: r.ClientID, RedirectURI: r.RedirectURI, Scopes: strings.Fields(r.Scope), KeyID: r.KeyID, AuthMethod: r.AuthMethod}
 	if r.Key != nil {
 		v.PrivateKey = "[redacted]"
 	}
@@ -148,7 +152,8 @@ func Origin(rawURL string) (string, error) {
 
 // CheckRegistrations checks registrations given from Go: every key is an
 // origin as Origin writes it, and every registration has a client id, an
-// absolute redirect URI, at most one of a key and a client secret, when it
+// absolute redirect URI, at most one of a key and a client secret, an
+// AuthMethod that fits what it holds (see Registration), when it
 // has a key one that private_key_jwt can use (ECDSA P-256 or P-384, RSA of
 // at least 2048 bits), and when it has a secret one an HTTP Basic header
 // and a form can carry (3 to MaxClientSecretLen bytes of printable UTF-8
@@ -195,6 +200,14 @@ func (r Registration) check() *RegistrationError {
 	if why := checkSecret(r.ClientSecret); why != "" {
 		return &RegistrationError{Field: "ClientSecret", Reason: why}
 	}
+	if r.AuthMethod != "" {
+		fits := map[string]bool{authNone: r.Key == nil && r.ClientSecret == "", authPrivateKeyJWT: r.Key != nil,
+			authSecretBasic: r.ClientSecret != "", authSecretPost: r.ClientSecret != ""}
+		if !fits[r.AuthMethod] {
+			return &RegistrationError{Field: "AuthMethod", Reason: fmt.Sprintf("%q does not fit the registration: want none (no key, no secret), "+
+				"private_key_jwt (a key), client_secret_basic or client_secret_post (a secret)", r.AuthMethod)}
+		}
+	}
 	if r.Key != nil {
 		if _, err := jwtAlg(r.Key.Public()); err != nil {
 			return &RegistrationError{Field: "Key", Reason: "unusable for private_key_jwt", Err: err}
@@ -239,6 +252,7 @@ type registrationEntry struct {
 	PrivateKeyFile   string   `json:"privateKeyFile"`
 	KeyID            string   `json:"keyId"`
 	ClientSecretFile string   `json:"clientSecretFile"`
+	AuthMethod       string   `json:"tokenEndpointAuthMethod"`
 }
 
 // maxRegistrationsFile caps a registrations file and each key file.
@@ -255,14 +269,17 @@ const maxRegistrationsFile = 1 << 20
 //	 {"origin": "https://other.example",
 //	  "clientId": "acds",
 //	  "redirectUri": "https://acds.example/smart/callback",
-//	  "clientSecretFile": "secrets/other-example"}]
+//	  "clientSecretFile": "secrets/other-example",
+//	  "tokenEndpointAuthMethod": "client_secret_post"}]
 //
 // origin, clientId and redirectUri are required; scopes defaults to
 // DefaultScope; privateKeyFile (a PEM PKCS #8, SEC 1 "EC PRIVATE KEY" or
 // PKCS #1 "RSA PRIVATE KEY" file) makes the client authenticate with
 // private_key_jwt, keyId being the JWS "kid" the portal may want;
 // clientSecretFile (a file holding the secret, one trailing newline
-// allowed) with client_secret_basic or client_secret_post. Key and secret
+// allowed) with client_secret_basic or client_secret_post;
+// tokenEndpointAuthMethod, when the portal registered the client with
+// one method, names it (Registration.AuthMethod). Key and secret
 // files are relative to the registrations file's directory and must be
 // readable by their owner only; an entry has at most one of them.
 // Unknown fields, duplicate origins and files over 1 MiB are refused.
@@ -297,7 +314,7 @@ func readCapped(path string) ([]byte, error) {
 // parseRegistrations parses a registrations file whose key files are
 // relative to dir.
 func parseRegistrations(data []byte, dir string) (map[string]Registration, error) {
-	const shape = "want a JSON array of {origin, clientId, redirectUri, scopes?, privateKeyFile?, keyId?, clientSecretFile?}"
+	const shape = "want a JSON array of {origin, clientId, redirectUri, scopes?, privateKeyFile?, keyId?, clientSecretFile?, tokenEndpointAuthMethod?}"
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw []json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -347,7 +364,7 @@ func parseRegistrations(data []byte, dir string) (map[string]Registration, error
 				return nil, fail("scopes", fmt.Sprintf("%q is not a scope", s), nil)
 			}
 		}
-		r := Registration{ClientID: e.ClientID, RedirectURI: e.RedirectURI, Scope: strings.Join(e.Scopes, " "), KeyID: e.KeyID}
+		r := Registration{ClientID: e.ClientID, RedirectURI: e.RedirectURI, Scope: strings.Join(e.Scopes, " "), KeyID: e.KeyID, AuthMethod: e.AuthMethod}
 		rel := func(p string) string {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
@@ -371,7 +388,7 @@ func parseRegistrations(data []byte, dir string) (map[string]Registration, error
 		}
 		if err := r.check(); err != nil {
 			field := map[string]string{"ClientID": "clientId", "RedirectURI": "redirectUri", "Scope": "scopes", "KeyID": "keyId",
-				"Key": "privateKeyFile", "ClientSecret": "clientSecretFile"}[err.Field]
+				"Key": "privateKeyFile", "ClientSecret": "clientSecretFile", "AuthMethod": "tokenEndpointAuthMethod"}[err.Field]
 			return nil, fail(field, err.Reason, err.Err)
 		}
 		regs[origin] = r

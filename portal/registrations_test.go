@@ -240,3 +240,23 @@ func TestClientSecretRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistrationAuthMethod: tokenEndpointAuthMethod must fit what the
+// registration holds, and is kept.
+func TestRegistrationAuthMethod(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s"), []byte("a-secret"), 0o600)
+	const ok = `"origin": "https://a.example", "clientId": "a", "redirectUri": "https://acds.example/cb"`
+	regs, err := parseRegistrations([]byte(`[{`+ok+`, "clientSecretFile": "s", "tokenEndpointAuthMethod": "client_secret_post"}]`), dir)
+	if err != nil || regs["https://a.example"].AuthMethod != "client_secret_post" {
+		t.Fatalf("%v %v", regs, err)
+	}
+	for _, entry := range []string{`"tokenEndpointAuthMethod": "client_secret_basic"`, `"clientSecretFile": "s", "tokenEndpointAuthMethod": "private_key_jwt"`,
+		`"clientSecretFile": "s", "tokenEndpointAuthMethod": "none"`, `"clientSecretFile": "s", "tokenEndpointAuthMethod": "tls_client_auth"`} {
+		_, err := parseRegistrations([]byte(`[{`+ok+`, `+entry+`}]`), dir)
+		var re *RegistrationError
+		if !errors.As(err, &re) || re.Field != "tokenEndpointAuthMethod" {
+			t.Errorf("%s: %v", entry, err)
+		}
+	}
+}

@@ -140,32 +140,37 @@ const (
 )
 
 // clientAuth chooses how the client authenticates at the token endpoint:
-// the registration says what it holds (a key, a secret or nothing), and
+// the registration says what it holds (a key, a secret or nothing) and,
+// in AuthMethod, how it is registered, and the portal's
 // token_endpoint_auth_methods_supported which of the methods for it the
 // portal takes — for a secret client_secret_basic first, then
 // client_secret_post. Without the list, a key is private_key_jwt and a
 // secret client_secret_basic (RFC 8414's default). A public client sends
 // its client_id whatever the list says, as portals that serve public
-// clients without listing "none" expect. No method the portal lists is
+// clients without listing "none" expect. No method both take is
 // ErrUnsupported.
 func (s *session) clientAuth(reg Registration, sc *smartConfig) (string, error) {
 	listed := func(m string) bool { return len(sc.TokenAuthMethods) == 0 || slices.Contains(sc.TokenAuthMethods, m) }
+	var cands []string
 	switch {
-	case reg.Key != nil && listed(authPrivateKeyJWT):
-		return authPrivateKeyJWT, nil
-	case reg.ClientSecret != "" && listed(authSecretBasic):
-		return authSecretBasic, nil
-	case reg.ClientSecret != "" && slices.Contains(sc.TokenAuthMethods, authSecretPost):
-		return authSecretPost, nil
-	case reg.Key == nil && reg.ClientSecret == "":
+	case reg.Key != nil:
+		cands = []string{authPrivateKeyJWT}
+	case reg.ClientSecret != "" && reg.AuthMethod != "":
+		cands = []string{reg.AuthMethod}
+	case reg.ClientSecret != "":
+		cands = []string{authSecretBasic, authSecretPost}
+	default:
 		return authNone, nil
 	}
-	holds := "a private key (private_key_jwt)"
-	if reg.Key == nil {
-		holds = "a client secret (client_secret_basic, client_secret_post)"
+	for i, m := range cands {
+		// client_secret_post, a fallback, only where the portal lists it.
+		if listed(m) && (i == 0 || slices.Contains(sc.TokenAuthMethods, m)) {
+			return m, nil
+		}
 	}
 	return "", &Error{Kind: ErrUnsupported, Op: "SMART discovery",
-		Detail: s.red.detail(fmt.Sprintf("the registration holds %s; token_endpoint_auth_methods_supported lists only %s", holds, strings.Join(sc.TokenAuthMethods, ", ")))}
+		Detail: s.red.detail(fmt.Sprintf("the client authenticates with %s; token_endpoint_auth_methods_supported lists only %s",
+			strings.Join(cands, " or "), strings.Join(sc.TokenAuthMethods, ", ")))}
 }
 
 func getter(u, accept string) func(ctx context.Context) (*http.Request, error) {

@@ -149,9 +149,11 @@ type Options struct {
 	// ClientSecret makes the registered client confidential: the token
 	// endpoint then requires this secret, sent as ClientAuthMethod says.
 	ClientSecret string
-	// ClientAuthMethod is how a ClientSecret is sent: "client_secret_basic"
-	// (the default) or "client_secret_post"; the discovery document lists
-	// only that method.
+	// ClientAuthMethod is how the client is registered to send its
+	// ClientSecret: "client_secret_basic" (the default) or
+	// "client_secret_post". The discovery document lists both, as
+	// providers that register each client with one method do; the token
+	// endpoint takes only this one (invalid_client otherwise).
 	ClientAuthMethod string
 	// NoPasswordGrant leaves the password grant out of
 	// grant_types_supported, and the token endpoint refuses it
@@ -460,7 +462,7 @@ func (d *Portal) smartConfig(w http.ResponseWriter, r *http.Request) {
 	case d.opts.ClientKey != nil:
 		auth, client = []string{"private_key_jwt"}, "client-confidential-asymmetric"
 	case d.opts.ClientSecret != "":
-		auth, client = []string{d.opts.ClientAuthMethod}, "client-confidential-symmetric"
+		auth, client = []string{"client_secret_basic", "client_secret_post"}, "client-confidential-symmetric"
 	}
 	grants := []string{"authorization_code", "password"}
 	if d.opts.NoPasswordGrant {

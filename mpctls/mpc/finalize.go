@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"io"
+	"sync"
 
 	"filippo.io/nistec"
 
@@ -330,17 +331,37 @@ func (s *Session) verifyNotary(open []byte, r finalReveal, labels []garble.Label
 			}
 		}
 	}
-	// Every table, checked in call order from the evaluation's labels and
-	// values: with the input labels verified above, the first table that
-	// is not N's honest garbling stops the check, which thus depends only
-	// on N's view.
-	for k, cl := range s.calls {
-		in := make([]garble.Label, len(cl.args))
-		iv := make([]bool, len(cl.args))
-		for i, a := range cl.args {
-			in[i], iv[i] = labels[a], values[a]
-		}
-		if err := garble.CheckProof(s.hash, cl.c, cl.base, deltaB, in, iv, cl.tables, cl.hashes); err != nil {
+	// Every table, checked from the evaluation's labels and values. With
+	// the input labels verified above, the first call whose tables are not
+	// N's honest garbling fails whatever P's inputs are, so the outcome —
+	// some call failed or none did — depends only on N's view, even though
+	// the calls are checked two at a time and a later call's check may see
+	// labels an earlier bad call spoilt.
+	errs := make([]error, len(s.calls))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				cl := s.calls[k]
+				in := make([]garble.Label, len(cl.args))
+				iv := make([]bool, len(cl.args))
+				for i, a := range cl.args {
+					in[i], iv[i] = labels[a], values[a]
+				}
+				errs[k] = garble.CheckProof(s.hash, cl.c, cl.base, deltaB, in, iv, cl.tables, cl.hashes)
+			}
+		}()
+	}
+	for k := range s.calls {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
 			return fmt.Errorf("%w: the notary's proof garbling of call %d is not the circuit's", ErrCheat, k)
 		}
 	}
