@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The accept path of issue 15 item 9, measured with wrk in one run: durable
+# The accept path, measured with wrk in one run: durable
 # POST /v1/process of a 20 KB FHIR R4 Bundle against a built `acds serve`
 # (SQLite, rate limit off, no workers' output needed: the 202 is what is
 # timed), and the floor — a net/http handler that only checks the body is

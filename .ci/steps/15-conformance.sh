@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Conformance (issue 11, item 2): the suite written from SPEC.md alone
+# Conformance: the suite written from SPEC.md alone
 # (internal/conformance) against a built `acds serve`, which fetches from a
 # built `acds portal`, both on loopback. Run from the repo root on a fresh
 # clone. Both processes are stopped however the step ends.

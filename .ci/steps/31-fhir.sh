@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FHIR checks (issue 3): the generated fhir/spec tables are current, and the
+# FHIR checks: the generated fhir/spec tables are current, and the
 # fhir package's fuzz targets survive a short run. Runs from the repo root.
 set -euo pipefail
 
@@ -17,7 +17,7 @@ fi
 # 2. The tests that need the definitions (skipped by go test ./... before
 #    they were fetched): every official example validates and normalises,
 #    the generator reproduces the committed tables, de-identification
-#    breaks no constraint the plain output meets (issue 14), and the
+#    breaks no constraint the plain output meets, and the
 #    verdicts agree with the HL7 validator's; their summaries are printed.
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT

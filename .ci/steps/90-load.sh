@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The load and fault suite (issue 15 item 8), short: 16 clients for 10 s in
+# The load and fault suite, short: 16 clients for 10 s in
 # each of three runs against built `acds serve` processes — SQLite with a
 # kill -9 half-way, PostgreSQL through a link that is black-holed and then
 # dropped, two replicas on PostgreSQL with one killed. Fails on any 5xx

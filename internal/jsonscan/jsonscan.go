@@ -4,8 +4,8 @@
 // array's elements that hand each value's offset to the caller. Two hot
 // paths use it where encoding/json would scan a value twice or decode
 // what is not needed: the strict decoding of the POST /v1/process body
-// (package server) and the reading of FHIR search pages (package portal,
-// 5–10× faster than encoding/json; see portal's BenchmarkScanPage).
+// (package server) and the reading of FHIR search pages (package portal;
+// portal's BenchmarkScanPage compares it with encoding/json).
 //
 // Every function takes the input b and an offset i and returns the offset
 // after what it scanned. Errors are *[SyntaxError] with the offset and

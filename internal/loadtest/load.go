@@ -3,7 +3,7 @@
 // dropped database link — and accounts for every request: what was
 // answered with which status, how fast, and whether every accepted
 // request ended exactly once. It is the repository's load and fault
-// suite (issue 15); its tests are behind the build tag "load":
+// suite; its tests are behind the build tag "load":
 //
 //	go test -tags load -v ./internal/loadtest/
 //	ACDS_LOAD_DURATION=10s ACDS_LOAD_CLIENTS=16 go test -tags load ./internal/loadtest/   # CI's short run

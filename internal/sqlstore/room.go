@@ -25,7 +25,7 @@ import (
 // answers it with 503 and Retry-After.
 var ErrDiskFull = fmt.Errorf("%w: the data disk is full", store.ErrFull)
 
-// A full disk must not stop deletions (issue 15): a user erasing their
+// A full disk must not stop deletions: a user erasing their
 // data and an operator freeing room both go through them, and with
 // secure_delete a deletion writes — every page it frees is zeroed through
 // the write-ahead log, so it needs log room about the size of what it

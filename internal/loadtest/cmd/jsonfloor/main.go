@@ -1,5 +1,5 @@
 // Command jsonfloor is the baseline of the accept-path measurement
-// (scripts/accept-bench.sh, issue 15 item 9): a net/http server whose
+// (scripts/accept-bench.sh): a net/http server whose
 // POST handler only reads the body and checks that it is JSON, then
 // answers 202 — the least any JSON API must do per request, with no
 // validation, authentication or durability.
