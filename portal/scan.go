@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/acds-project/acds/internal/jsonscan"
+	"github.com/acds-project/acds/internal/base/jsonscan"
 )
 
 // scan.go reads search pages with the house's hand-written JSON scanner
-// (internal/jsonscan), kept where the standard library could serve
+// (internal/base/jsonscan), kept where the standard library could serve
 // because it is the fetch's hot path: BenchmarkScanPage reads a 1 MB
 // Synthea page with it, with json.Unmarshal into the page's fields, and
 // with a json.Decoder token stream (streamPage), in the same run, and

@@ -360,7 +360,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, kind string, inp
 // indexes of ids at their end instead of landing on a random page of
 // them: a batch of accepted requests writes fewer pages to the log (the
 // store writer's CPU per request fell by about a fifth, measured with
-// internal/loadtest/cmd/jsonfloor --durable), and a large table keeps its
+// internal/testrig/loadtest/cmd/jsonfloor --durable), and a large table keeps its
 // recent ids together in cache. The time an id shows is its request's
 // createdAt, which the owner sees anyway; ids are looked up under their
 // owner, never by the id alone.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/internal/attestedtls"
+	"github.com/acds-project/acds/internal/serving/attestedtls"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
 	"github.com/acds-project/acds/portal"

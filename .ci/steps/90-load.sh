@@ -9,7 +9,7 @@ set -euo pipefail
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! ACDS_LOAD_DURATION="${ACDS_LOAD_DURATION:-10s}" ACDS_LOAD_CLIENTS="${ACDS_LOAD_CLIENTS:-16}" \
-  go test -tags load -count=1 -timeout 20m -v ./internal/loadtest/ >"$log" 2>&1; then
+  go test -tags load -count=1 -timeout 20m -v ./internal/testrig/loadtest/ >"$log" 2>&1; then
   cat "$log"
   exit 1
 fi

@@ -19,7 +19,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/internal/attestedtls"
+	"github.com/acds-project/acds/internal/serving/attestedtls"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 )
