@@ -3,6 +3,8 @@ module github.com/acds-project/acds
 go 1.26.0
 
 require (
+	filippo.io/bigmod v0.1.0
+	filippo.io/nistec v0.0.4
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-jose/go-jose/v4 v4.1.9

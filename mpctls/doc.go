@@ -13,7 +13,7 @@
 //
 //   - Records: NewRecordReader splits one direction of a TCP stream into
 //     TLS records (Record), strictly: the first record must be a handshake
-//     record (ErrNotTLS), content types are limited to the four TLS ones
+//     record or an alert (ErrNotTLS), content types are limited to the four TLS ones
 //     (ErrUnknownRecordType), fragments to MaxFragment (ErrRecordTooLarge).
 //   - Transcript: a streaming Merkle accumulator over every record of both
 //     directions in arrival order, in O(log n) memory. Leaves are

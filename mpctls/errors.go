@@ -125,3 +125,17 @@ func (e *ExpectationError) Unwrap() error { return ErrExpectation }
 func hsErr(sentinel error, step string, cause error) error {
 	return &HandshakeError{Step: step, Err: sentinel, Cause: cause}
 }
+
+// AlertError is an alert a peer sent where a handshake message was
+// expected (for instance handshake_failure in answer to a ClientHello
+// whose suites or groups the server does not accept).
+type AlertError struct {
+	Dir         Direction // who sent it
+	Level       uint8     // 1 warning, 2 fatal
+	Description uint8     // RFC 8446 §6 AlertDescription
+}
+
+// Error names the sender and the alert.
+func (e *AlertError) Error() string {
+	return fmt.Sprintf("%s sent alert %d (level %d)", e.Dir, e.Description, e.Level)
+}

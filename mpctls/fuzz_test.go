@@ -219,3 +219,73 @@ func FuzzVerifyHandshake(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseKeyExchange: ParseKeyExchange, which both parties of an
+// MPC-mode session run on the records they see, returns a typed error or
+// a key exchange with both shares (or a retry), never panics.
+func FuzzParseKeyExchange(f *testing.F) {
+	f.Add([]byte{22, 3, 1, 0, 4, 1, 0, 0, 0}, []byte{22, 3, 3, 0, 4, 2, 0, 0, 0})
+	for _, c := range goCases() {
+		cap := c.capture(f, []byte("x"))
+		var cli, srv []byte
+		for _, r := range cap.records {
+			if r.Dir == ClientToServer {
+				cli = append(cli, r.Raw...)
+			} else {
+				srv = append(srv, r.Raw...)
+			}
+		}
+		f.Add(cli, srv)
+	}
+	f.Fuzz(func(t *testing.T, client, server []byte) {
+		var recs []Record
+		for _, s := range []struct {
+			dir  Direction
+			data []byte
+		}{{ClientToServer, client}, {ServerToClient, server}} {
+			rr := NewRecordReader(bytes.NewReader(s.data), s.dir)
+			for {
+				r, err := rr.Next()
+				if err != nil {
+					break
+				}
+				recs = append(recs, r)
+			}
+		}
+		kx, err := ParseKeyExchange(recs)
+		if err != nil {
+			if !typed(err) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if !kx.HelloRetry && (len(kx.ServerShare) == 0 || kx.Version == VersionTLS13 && len(kx.ClientShare) == 0) {
+			t.Fatalf("incomplete key exchange %+v", kx)
+		}
+	})
+}
+
+// FuzzVerifyCheckpoint: a checkpoint a prover receives verifies only as
+// signed, and anything else is a typed error.
+func FuzzVerifyCheckpoint(f *testing.F) {
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	good, err := (&Checkpoint{SessionID: [16]byte{1}, Epoch: 2, ClientRecords: 5, ServerRecords: 9, Root: [32]byte{3}}).Sign(key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)-1])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := VerifyCheckpoint(b, trusted)
+		if err != nil {
+			if !typed(err) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if !bytes.Equal(b, good) {
+			t.Fatalf("a checkpoint other than the signed one verifies: %+v", c)
+		}
+	})
+}

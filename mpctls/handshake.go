@@ -38,6 +38,7 @@ const (
 const (
 	extServerName        = 0
 	extALPN              = 16
+	extExtendedMaster    = 23
 	extPreSharedKey      = 41
 	extEarlyData         = 42
 	extSupportedVersions = 43
@@ -108,6 +109,10 @@ type Handshake struct {
 	// (TLS 1.3 only: in TLS 1.2 it is encrypted under keys the notary
 	// never receives).
 	FinishedVerified bool
+	// TranscriptHash is, for TLS 1.3, the transcript hash from the
+	// ClientHello through the server Finished: the context of the
+	// application traffic secrets (RFC 8446 §7.1). Empty for TLS 1.2.
+	TranscriptHash []byte
 }
 
 // CertChainDigest returns the digest that statements carry for a server
@@ -359,6 +364,8 @@ func verify13(hs *Handshake, ch1 *clientHello, hrr *serverHello, ch2 *clientHell
 	if !ps.atBoundary() {
 		return hsErr(ErrHandshake, "finished", errors.New("data after the server finished in its record"))
 	}
+	th.Write(fin)
+	hs.TranscriptHash = th.Sum(nil)
 	hs.FinishedVerified = true
 	hs.ServerProtectedFrom = ps.lastSeq + 1
 	return nil
@@ -394,23 +401,11 @@ func verify12(hs *Handshake, ch *clientHello, sh *serverHello, ss *hsStream, o H
 	if err != nil {
 		return err
 	}
-	s := cryptobyte.String(ske[4:])
-	var curveType uint8
-	var group uint16
-	var point []byte
-	if !s.ReadUint8(&curveType) || curveType != 3 || !s.ReadUint16(&group) || !s.ReadUint8LengthPrefixed((*cryptobyte.String)(&point)) || len(point) == 0 {
-		return hsErr(ErrHandshake, "server key exchange", errors.New("malformed ecdhe parameters"))
-	}
-	switch group {
-	case 23, 24, 25, 29: // secp256r1, secp384r1, secp521r1, x25519
-	default:
-		return hsErr(ErrUnsupported, "server key exchange", fmt.Errorf("group %d", group))
-	}
-	params := ske[4 : 4+4+len(point)]
-	scheme, sig, err := parseSigned(s, "server key exchange")
+	kx, err := parseServerKeyExchange(ske)
 	if err != nil {
 		return err
 	}
+	group, params, scheme, sig := kx.group, kx.params, kx.scheme, kx.sig
 	pub := certs[0].PublicKey
 	switch pub.(type) {
 	case *ecdsa.PublicKey, ed25519.PublicKey:
@@ -456,6 +451,37 @@ func verify12(hs *Handshake, ch *clientHello, sh *serverHello, ss *hsStream, o H
 	}
 	hs.ServerProtectedFrom = ss.lastSeq + 1
 	return nil
+}
+
+// serverKeyExchange is a parsed TLS 1.2 ECDHE ServerKeyExchange.
+type serverKeyExchange struct {
+	group  uint16
+	point  []byte // the server's ECDHE public value
+	params []byte // curve type, group and point: what the signature covers after the randoms
+	scheme uint16
+	sig    []byte
+}
+
+// parseServerKeyExchange reads an ECDHE ServerKeyExchange message (header
+// included), refusing groups other than the four named ones.
+func parseServerKeyExchange(ske []byte) (*serverKeyExchange, error) {
+	s := cryptobyte.String(ske[4:])
+	var curveType uint8
+	kx := &serverKeyExchange{}
+	if !s.ReadUint8(&curveType) || curveType != 3 || !s.ReadUint16(&kx.group) || !s.ReadUint8LengthPrefixed((*cryptobyte.String)(&kx.point)) || len(kx.point) == 0 {
+		return nil, hsErr(ErrHandshake, "server key exchange", errors.New("malformed ecdhe parameters"))
+	}
+	switch kx.group {
+	case 23, 24, 25, 29: // secp256r1, secp384r1, secp521r1, x25519
+	default:
+		return nil, hsErr(ErrUnsupported, "server key exchange", fmt.Errorf("group %d", kx.group))
+	}
+	kx.params = ske[4 : 4+4+len(kx.point)]
+	var err error
+	if kx.scheme, kx.sig, err = parseSigned(s, "server key exchange"); err != nil {
+		return nil, err
+	}
+	return kx, nil
 }
 
 func verifyChain(hs *Handshake, certs []*x509.Certificate, o HandshakeOptions) error {
@@ -543,7 +569,11 @@ func (s *hsStream) nextMsg(step string) ([]byte, error) {
 			}
 			continue
 		case RecordAlert:
-			return nil, hsErr(ErrHandshake, step, fmt.Errorf("%s sent alert %x", r.Dir, frag))
+			ae := &AlertError{Dir: r.Dir}
+			if len(frag) == 2 {
+				ae.Level, ae.Description = frag[0], frag[1]
+			}
+			return nil, hsErr(ErrHandshake, step, ae)
 		case RecordHandshake:
 			if s.opener != nil {
 				return nil, &RecordError{Dir: r.Dir, Seq: r.Seq, Reason: "plaintext handshake after keys changed", Err: ErrHandshake}
@@ -577,6 +607,14 @@ type clientHello struct {
 	sni       string
 	psk       bool
 	earlyData bool
+	ems       bool            // offers the extended master secret (RFC 7627)
+	shares    []keyShareEntry // key_share entries, in order
+}
+
+// keyShareEntry is one KeyShareEntry of a ClientHello.
+type keyShareEntry struct {
+	group uint16
+	key   []byte
 }
 
 func (c *clientHello) offers(suite uint16) bool {
@@ -684,6 +722,22 @@ func parseClientHello(msg []byte) (*clientHello, error) {
 			c.psk = true
 		case extEarlyData:
 			c.earlyData = true
+		case extExtendedMaster:
+			c.ems = true
+		case extKeyShare:
+			var list cryptobyte.String
+			if !d.ReadUint16LengthPrefixed(&list) || !d.Empty() {
+				return malformed(step)
+			}
+			for !list.Empty() {
+				var e keyShareEntry
+				var key cryptobyte.String
+				if !list.ReadUint16(&e.group) || !list.ReadUint16LengthPrefixed(&key) || len(key) == 0 {
+					return malformed(step)
+				}
+				e.key = key
+				c.shares = append(c.shares, e)
+			}
 		}
 		return nil
 	})
@@ -700,8 +754,10 @@ type serverHello struct {
 	suite     uint16
 	version   uint16
 	group     uint16
+	keyShare  []byte // the server's key_share (TLS 1.3 ServerHello; empty in a HelloRetryRequest)
 	psk       bool
 	isHRR     bool
+	ems       bool // the server agreed to the extended master secret (TLS 1.2)
 	alpn      string
 }
 
@@ -735,6 +791,18 @@ func parseServerHello(msg []byte) (*serverHello, error) {
 			if !d.ReadUint16(&h.group) {
 				return malformed(step)
 			}
+			if !h.isHRR {
+				var key cryptobyte.String
+				if !d.ReadUint16LengthPrefixed(&key) || !d.Empty() || len(key) == 0 {
+					return malformed(step)
+				}
+				h.keyShare = key
+			}
+		case extExtendedMaster:
+			if !d.Empty() {
+				return malformed(step)
+			}
+			h.ems = true
 		case extALPN:
 			alpn, err := parseALPN(d, step)
 			if err != nil {

@@ -14,6 +14,18 @@ import (
 // (2 bytes) ‖ "tls13 "+label (1-byte length prefix) ‖ context (1-byte
 // length prefix).
 func HKDFExpandLabel(h crypto.Hash, secret []byte, label string, context []byte, length int) ([]byte, error) {
+	info, err := HKDFLabel(label, context, length)
+	if err != nil {
+		return nil, err
+	}
+	return hkdf.Expand(h.New, secret, string(info), length)
+}
+
+// HKDFLabel returns the HkdfLabel structure HKDFExpandLabel expands with
+// (the info of HKDF-Expand): length (2 bytes) ‖ "tls13 "+label (1-byte
+// length prefix) ‖ context (1-byte length prefix). Two parties computing
+// HKDF-Expand-Label jointly (MPC mode) need it apart from the secret.
+func HKDFLabel(label string, context []byte, length int) ([]byte, error) {
 	full := "tls13 " + label
 	if len(full) > 255 || len(context) > 255 || length < 0 || length > 0xffff {
 		return nil, errors.New("mpctls: hkdf-expand-label argument out of range")
@@ -23,7 +35,7 @@ func HKDFExpandLabel(h crypto.Hash, secret []byte, label string, context []byte,
 	info = append(info, full...)
 	info = append(info, byte(len(context)))
 	info = append(info, context...)
-	return hkdf.Expand(h.New, secret, string(info), length)
+	return info, nil
 }
 
 // DeriveSecret is Derive-Secret of RFC 8446 §7.1, taking the transcript

@@ -152,7 +152,11 @@ func presErr(format string, a ...any) error {
 // that statement, every record must carry a valid inclusion proof under
 // the statement's root at its position, and every record's AEAD tag must
 // verify under the disclosed server key of its epoch. It returns the
-// decrypted records in order.
+// decrypted records in order. For a statement in MPC mode it also
+// refuses any record of key epoch e recorded at or after Reveals[e], when
+// the epoch's keys were already out (epochs are counted from the
+// presentation's first, which can only make the rule stricter: a later
+// epoch was revealed no earlier).
 //
 // It does not prove that undisclosed records say anything in particular,
 // and it cannot tell records the server sent apart from records the server
@@ -197,6 +201,11 @@ func VerifyPresentation(stmt []byte, p *Presentation, trusted []ed25519.PublicKe
 		}
 		for epoch+1 < len(p.EpochStarts) && p.EpochStarts[epoch+1] <= r.Seq {
 			epoch++
+		}
+		if epoch < len(s.Reveals) && r.Seq >= s.Reveals[epoch] {
+			// The epoch's keys were out before the notary recorded this
+			// record: anyone they were revealed to could have made it.
+			return nil, presErr("record %d: server record %d of key epoch %d was recorded after the epoch's keys were revealed (at %d records)", i, r.Seq, epoch, s.Reveals[epoch])
 		}
 		epochOf[i] = epoch
 		offsets[i+1] = offsets[i] + len(r.Raw)

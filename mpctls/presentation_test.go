@@ -390,3 +390,65 @@ func TestPresentationTruncatedSession(t *testing.T) {
 		t.Fatalf("complete %v close_notify %v: %v", d.Complete, d.CloseNotify, d.CheckComplete())
 	}
 }
+
+// TestPresentationReveals: in an MPC-mode statement, a server record of
+// key epoch e verifies only if it was recorded before the epoch's keys
+// were revealed (its sequence number is below Reveals[e]); epochs past
+// the reveal points were revealed after the session.
+func TestPresentationReveals(t *testing.T) {
+	key := testKey(t, 9)
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	s, _ := SuiteByID(0x1301)
+	recs, starts, secret, _ := keyUpdateSession(t, s)
+	var tr Transcript
+	for _, r := range recs {
+		if err := tr.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sign := func(reveals []uint64) []byte {
+		st := &Statement{SessionID: [16]byte{1}, Start: time.Now(), End: time.Now(), SNI: testHost, Address: "127.0.0.1:1",
+			Version: VersionTLS13, CipherSuite: s.ID, CertChainDigest: [32]byte{1}, Root: tr.Root(),
+			ClientRecords: tr.Records(ClientToServer), ClientBytes: tr.Bytes(ClientToServer),
+			ServerRecords: tr.Records(ServerToClient), ServerBytes: tr.Bytes(ServerToClient),
+			Mode: ModeMPC, Reveals: reveals}
+		b, err := st.Sign(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var all []uint64
+	for q := starts[0]; q < tr.Records(ServerToClient); q++ {
+		all = append(all, q)
+	}
+	// Epoch 0 ends with the KeyUpdate at starts[1]-1, epoch 1 at
+	// starts[2]-1: revealing each just after its KeyUpdate is recorded is
+	// what an honest notary does.
+	honest := sign([]uint64{starts[1], starts[2]})
+	p, err := BuildPresentation(recs, honest, secret, starts, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := VerifyPresentation(honest, p, trusted); err != nil || !d.Complete {
+		t.Fatalf("honest reveals: %v", err)
+	}
+	// Epoch 1 revealed before its KeyUpdate was recorded: that record,
+	// and anything of epoch 1 after the reveal, proves nothing.
+	early := sign([]uint64{starts[1], starts[2] - 1})
+	p, err = BuildPresentation(recs, early, secret, starts, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyPresentation(early, p, trusted); !errors.Is(err, ErrPresentation) {
+		t.Fatalf("record after its epoch's reveal: %v", err)
+	}
+	// The records of epoch 1 recorded before the reveal still verify.
+	p, err = BuildPresentation(recs, early, secret, starts, all[:len(all)-5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyPresentation(early, p, trusted); err != nil {
+		t.Fatalf("records before the reveal: %v", err)
+	}
+}

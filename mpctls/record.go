@@ -123,7 +123,8 @@ func checkHeader(typ uint8, ver uint16, n int) error {
 }
 
 // RecordReader splits a byte stream of one direction into TLS records.
-// It is strict: the first record must be a handshake record, every header
+// It is strict: the first record must be a handshake record (or an
+// alert, with which a server refuses a hello), every header
 // must carry a known type, a plausible version and a fragment between 1 and
 // MaxFragment bytes. It never reads more than one record ahead and holds no
 // more than one record in memory.
@@ -183,7 +184,9 @@ func (rr *RecordReader) next(buf []byte) (Record, error) {
 	}
 	typ, ver := rr.hdr[0], binary.BigEndian.Uint16(rr.hdr[1:3])
 	length := int(binary.BigEndian.Uint16(rr.hdr[3:5]))
-	if rr.seq == 0 && (typ != RecordHandshake || rr.hdr[1] != 3) {
+	// A stream starts with a hello, or with the alert a server answers a
+	// hello it refuses with.
+	if rr.seq == 0 && (typ != RecordHandshake && typ != RecordAlert || rr.hdr[1] != 3) {
 		return Record{}, fail(ErrNotTLS, fmt.Sprintf("first bytes %x are not a tls handshake record", rr.hdr[:]))
 	}
 	if err := checkHeader(typ, ver, length); err != nil {

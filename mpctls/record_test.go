@@ -50,6 +50,7 @@ func TestRecordReaderErrors(t *testing.T) {
 	}{
 		{"http", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), 0, ErrNotTLS},
 		{"first record not handshake", rec(ClientToServer, 0, RecordApplicationData, []byte{1}).Raw, 0, ErrNotTLS},
+		{"first record change cipher spec", rec(ServerToClient, 0, RecordChangeCipherSpec, []byte{1}).Raw, 0, ErrNotTLS},
 		{"ssl2-ish", []byte{0x80, 0x2e, 0x01, 0x03, 0x01}, 0, ErrNotTLS},
 		{"unknown type", append(append([]byte{}, hs...), 24, 3, 3, 0, 1, 0), 1, ErrUnknownRecordType},
 		{"too large", append(append([]byte{}, hs...), 23, 3, 3, 0x48, 0x01), 1, ErrRecordTooLarge},

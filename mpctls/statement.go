@@ -28,7 +28,7 @@ const MaxStatementSize = 4096
 // key might ever sign.
 const StatementContentType = "application/acds-notary-statement+cbor"
 
-var stmtCodec = newCodec(16)
+var stmtCodec = newCodec(MaxReveals)
 
 // Statement is what a notary attests about one TLS session it relayed: who
 // was contacted, when, with which protocol parameters and server
@@ -57,29 +57,72 @@ type Statement struct {
 	ServerRecords uint64   // records server→client
 	ServerBytes   uint64   // wire bytes server→client, headers included
 	NotaryKeyID   [32]byte // KeyID of the signing notary key; Sign sets it
+	// Mode is how the session's keys were held: ModeProxy (the prover
+	// held them all; statements of notaries without MPC mode, which
+	// encode exactly as before the field existed: key 17 is omitted) or
+	// ModeMPC (the notary held a share; see Reveals).
+	Mode Mode
+	// Reveals are, in MPC mode, the numbers of server records the notary
+	// had committed when it revealed the keys of each server key epoch to
+	// the prover during the session, in epoch order; epochs beyond them
+	// were revealed only after the session had ended. A server record of
+	// epoch e proves something only if its sequence number is below
+	// Reveals[e] (VerifyPresentation checks this). Empty in proxy mode.
+	Reveals []uint64
 
 	raw []byte // the signed COSE_Sign1 bytes, after Sign or Parse
 }
 
+// Mode says who held a notarized session's keys.
+type Mode uint8
+
+// The modes of a notarized session.
+const (
+	// ModeProxy: the prover held every key; the notary recorded.
+	ModeProxy Mode = 0
+	// ModeMPC: the notary held a share of the session's secrets, and the
+	// server's application keys were revealed to the prover only after
+	// the notary had committed to the records they protect.
+	ModeMPC Mode = 1
+)
+
+// String returns "proxy" or "mpc" (the names of DESIGN §3's mpcMode).
+func (m Mode) String() string {
+	switch m {
+	case ModeProxy:
+		return "proxy"
+	case ModeMPC:
+		return "mpc"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// MaxReveals bounds Statement.Reveals: the server key epochs a notary
+// reveals during one MPC-mode session (one per response read), so that
+// the worst-case statement stays within MaxStatementSize.
+const MaxReveals = 300
+
 // wireStatement is the CBOR payload: integer keys, byte strings of checked
 // length, times as Unix milliseconds.
 type wireStatement struct {
-	V        uint64 `cbor:"1,keyasint"`
-	Session  []byte `cbor:"2,keyasint"`
-	Start    int64  `cbor:"3,keyasint"`
-	End      int64  `cbor:"4,keyasint"`
-	SNI      string `cbor:"5,keyasint"`
-	Addr     string `cbor:"6,keyasint"`
-	Version  uint16 `cbor:"7,keyasint"`
-	Suite    uint16 `cbor:"8,keyasint"`
-	Chain    []byte `cbor:"9,keyasint"`
-	Root     []byte `cbor:"10,keyasint"`
-	CRecords uint64 `cbor:"11,keyasint"`
-	CBytes   uint64 `cbor:"12,keyasint"`
-	SRecords uint64 `cbor:"13,keyasint"`
-	SBytes   uint64 `cbor:"14,keyasint"`
-	KeyID    []byte `cbor:"15,keyasint"`
-	Subject  string `cbor:"16,keyasint,omitempty"`
+	V        uint64   `cbor:"1,keyasint"`
+	Session  []byte   `cbor:"2,keyasint"`
+	Start    int64    `cbor:"3,keyasint"`
+	End      int64    `cbor:"4,keyasint"`
+	SNI      string   `cbor:"5,keyasint"`
+	Addr     string   `cbor:"6,keyasint"`
+	Version  uint16   `cbor:"7,keyasint"`
+	Suite    uint16   `cbor:"8,keyasint"`
+	Chain    []byte   `cbor:"9,keyasint"`
+	Root     []byte   `cbor:"10,keyasint"`
+	CRecords uint64   `cbor:"11,keyasint"`
+	CBytes   uint64   `cbor:"12,keyasint"`
+	SRecords uint64   `cbor:"13,keyasint"`
+	SBytes   uint64   `cbor:"14,keyasint"`
+	KeyID    []byte   `cbor:"15,keyasint"`
+	Subject  string   `cbor:"16,keyasint,omitempty"`
+	Mode     uint8    `cbor:"17,keyasint,omitempty"`
+	Reveals  []uint64 `cbor:"18,keyasint,omitempty"`
 }
 
 // MaxCertSubject bounds Statement.CertSubject.
@@ -146,6 +189,7 @@ func (s *Statement) wire() *wireStatement {
 		CRecords: s.ClientRecords, CBytes: s.ClientBytes,
 		SRecords: s.ServerRecords, SBytes: s.ServerBytes,
 		KeyID: s.NotaryKeyID[:], Subject: s.CertSubject,
+		Mode: uint8(s.Mode), Reveals: s.Reveals,
 	}
 }
 
@@ -178,6 +222,19 @@ func (s *Statement) check() error {
 	}
 	if s.Root == ([32]byte{}) || s.CertChainDigest == ([32]byte{}) || s.NotaryKeyID == ([32]byte{}) {
 		return stmtErr("missing digest")
+	}
+	switch {
+	case s.Mode != ModeProxy && s.Mode != ModeMPC:
+		return stmtErr("unknown mode %d", s.Mode)
+	case s.Mode == ModeProxy && len(s.Reveals) != 0:
+		return stmtErr("reveal points in a proxy-mode statement")
+	case len(s.Reveals) > MaxReveals || s.Version == VersionTLS12 && len(s.Reveals) > 1:
+		return stmtErr("%d reveal points", len(s.Reveals))
+	}
+	for i, r := range s.Reveals {
+		if r > s.ServerRecords || i > 0 && r < s.Reveals[i-1] {
+			return stmtErr("reveal points not increasing within the session")
+		}
 	}
 	if s.ClientRecords == 0 || s.ServerRecords == 0 {
 		return stmtErr("no records in a direction")
@@ -251,7 +308,8 @@ func parseStatement(b []byte) (*Statement, *cose.Sign1Message, error) {
 	s := &Statement{
 		Start: time.UnixMilli(w.Start).UTC(), End: time.UnixMilli(w.End).UTC(),
 		SNI: w.SNI, Address: w.Addr, Version: w.Version, CipherSuite: w.Suite,
-		CertSubject:   w.Subject,
+		CertSubject: w.Subject,
+		Mode:        Mode(w.Mode), Reveals: w.Reveals,
 		ClientRecords: w.CRecords, ClientBytes: w.CBytes,
 		ServerRecords: w.SRecords, ServerBytes: w.SBytes,
 	}
@@ -276,6 +334,8 @@ type Expect struct {
 	NotBefore time.Time
 	// NotAfter, when not zero, is the latest acceptable session end.
 	NotAfter time.Time
+	// RequireMPC refuses a statement of a session not in MPC mode.
+	RequireMPC bool
 }
 
 // VerifyStatement parses b, checks that it is signed by the notary key
@@ -305,6 +365,9 @@ func VerifyStatement(b []byte, trusted []ed25519.PublicKey, exp Expect) (*Statem
 	}
 	if err := msg.Verify(nil, verifier); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSignature, err)
+	}
+	if exp.RequireMPC && s.Mode != ModeMPC {
+		return nil, &ExpectationError{Field: "mode", Want: ModeMPC.String(), Got: s.Mode.String()}
 	}
 	if exp.SNI != "" && !strings.EqualFold(exp.SNI, s.SNI) {
 		return nil, &ExpectationError{Field: "sni", Want: exp.SNI, Got: s.SNI}

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -132,21 +133,28 @@ func TestVerifyStatementRejects(t *testing.T) {
 func TestStatementWellFormed(t *testing.T) {
 	key := testKey(t, 1)
 	mut := map[string]func(*Statement){
-		"no session":     func(s *Statement) { s.SessionID = [16]byte{} },
-		"ends early":     func(s *Statement) { s.End = s.Start.Add(-time.Second) },
-		"no start":       func(s *Statement) { s.Start = time.Time{} },
-		"empty sni":      func(s *Statement) { s.SNI = "" },
-		"bad sni":        func(s *Statement) { s.SNI = "a b.example" },
-		"bad address":    func(s *Statement) { s.Address = "portal.example.org:443" },
-		"tls 1.1":        func(s *Statement) { s.Version = 0x0302 },
-		"cbc suite":      func(s *Statement) { s.CipherSuite = 0xc013 },
-		"suite/version":  func(s *Statement) { s.Version = VersionTLS12 },
-		"no root":        func(s *Statement) { s.Root = [32]byte{} },
-		"no records":     func(s *Statement) { s.ServerRecords = 0 },
-		"too many bytes": func(s *Statement) { s.ClientBytes = 1 << 40 },
-		"long subject":   func(s *Statement) { s.CertSubject = strings.Repeat("x", MaxCertSubject+1) },
-		"control char":   func(s *Statement) { s.CertSubject = "CN=a\nb" },
-		"not utf-8":      func(s *Statement) { s.CertSubject = "CN=\xff" },
+		"no session":      func(s *Statement) { s.SessionID = [16]byte{} },
+		"ends early":      func(s *Statement) { s.End = s.Start.Add(-time.Second) },
+		"no start":        func(s *Statement) { s.Start = time.Time{} },
+		"empty sni":       func(s *Statement) { s.SNI = "" },
+		"bad sni":         func(s *Statement) { s.SNI = "a b.example" },
+		"bad address":     func(s *Statement) { s.Address = "portal.example.org:443" },
+		"tls 1.1":         func(s *Statement) { s.Version = 0x0302 },
+		"cbc suite":       func(s *Statement) { s.CipherSuite = 0xc013 },
+		"suite/version":   func(s *Statement) { s.Version = VersionTLS12 },
+		"no root":         func(s *Statement) { s.Root = [32]byte{} },
+		"no records":      func(s *Statement) { s.ServerRecords = 0 },
+		"too many bytes":  func(s *Statement) { s.ClientBytes = 1 << 40 },
+		"long subject":    func(s *Statement) { s.CertSubject = strings.Repeat("x", MaxCertSubject+1) },
+		"control char":    func(s *Statement) { s.CertSubject = "CN=a\nb" },
+		"not utf-8":       func(s *Statement) { s.CertSubject = "CN=\xff" },
+		"unknown mode":    func(s *Statement) { s.Mode = 2 },
+		"proxy reveals":   func(s *Statement) { s.Reveals = []uint64{3} },
+		"reveals down":    func(s *Statement) { s.Mode, s.Reveals = ModeMPC, []uint64{5, 4} },
+		"reveal past end": func(s *Statement) { s.Mode, s.Reveals = ModeMPC, []uint64{701} },
+		"tls 1.2 epochs": func(s *Statement) {
+			s.Version, s.CipherSuite, s.Mode, s.Reveals = VersionTLS12, 0xc02b, ModeMPC, []uint64{3, 4}
+		},
 	}
 	for name, m := range mut {
 		s := testStatement()
@@ -162,7 +170,7 @@ func TestStatementWellFormed(t *testing.T) {
 	}
 	type extended struct {
 		wireStatement
-		X int `cbor:"17,keyasint"`
+		X int `cbor:"99,keyasint"`
 	}
 	payload, _ := stmtCodec.enc.Marshal(extended{*s.wire(), 1})
 	signer, _ := cose.NewSigner(cose.AlgorithmEdDSA, key)
@@ -197,6 +205,21 @@ func TestStatementSizeWorstCase(t *testing.T) {
 		t.Fatalf("worst-case statement is %d bytes", len(b))
 	}
 	t.Logf("worst-case statement size: %d bytes", len(b))
+	s.Mode = ModeMPC
+	for i := 0; i < MaxReveals; i++ {
+		s.Reveals = append(s.Reveals, 1<<40-uint64(MaxReveals-i))
+	}
+	if b, err = s.Sign(testKey(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseStatement(b); err != nil {
+		t.Fatalf("worst-case mpc-mode statement of %d bytes: %v", len(b), err)
+	}
+	t.Logf("worst-case mpc-mode statement size: %d bytes", len(b))
+	s.Reveals = append(s.Reveals, 1<<40)
+	if _, err := s.Sign(testKey(t, 1)); !errors.Is(err, ErrStatement) {
+		t.Fatalf("%d reveals: %v", len(s.Reveals), err)
+	}
 }
 
 // TestStatementWithoutSubject: statements of notaries that did not record
@@ -261,5 +284,42 @@ func TestParseStatementHeaders(t *testing.T) {
 	}
 	if _, err := ParseStatement(sign(cose.AlgorithmEdDSA, ed, nil)); err != nil {
 		t.Fatalf("control: %v", err)
+	}
+}
+
+// TestStatementMode: an MPC-mode statement carries its mode and reveal
+// points through signing and parsing, a proxy-mode one encodes without
+// them (TestStatementGolden pins its bytes), and RequireMPC refuses the
+// latter.
+func TestStatementMode(t *testing.T) {
+	key := testKey(t, 1)
+	trusted := []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}
+	s := testStatement()
+	s.Mode, s.Reveals = ModeMPC, []uint64{10, 10, 42}
+	b, err := s.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := VerifyStatement(b, trusted, Expect{RequireMPC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Mode != ModeMPC || got.Mode.String() != "mpc" || fmt.Sprint(got.Reveals) != "[10 10 42]" {
+		t.Fatalf("parsed mode %v, reveals %v", got.Mode, got.Reveals)
+	}
+	p := testStatement()
+	pb, err := p.Sign(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pb) >= len(b) {
+		t.Fatal("a proxy-mode statement is not shorter than an mpc-mode one")
+	}
+	var ee *ExpectationError
+	if _, err := VerifyStatement(pb, trusted, Expect{RequireMPC: true}); !errors.As(err, &ee) || ee.Field != "mode" || ee.Got != "proxy" {
+		t.Fatalf("proxy statement under RequireMPC: %v", err)
+	}
+	if got, err := VerifyStatement(pb, trusted, Expect{}); err != nil || got.Mode != ModeProxy || got.Reveals != nil {
+		t.Fatalf("proxy statement: %v, %+v", err, got)
 	}
 }
