@@ -14,6 +14,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // outputOf is the canonical output of a FHIR input, as the enclave makes it.
@@ -106,14 +107,11 @@ func TestOutputBytes(t *testing.T) {
 	}
 }
 
-// TestOutputBytesSharedData: on real outputs of the shared Synthea bundles,
-// canonical bytes map to themselves and a pretty-printed copy maps back.
+// TestOutputBytesSharedData: on real outputs of the corpus's Synthea
+// bundles, canonical bytes map to themselves and a pretty-printed copy maps
+// back.
 func TestOutputBytesSharedData(t *testing.T) {
-	files, _ := filepath.Glob("../shared/testdata/synthea/*.json")
-	if len(files) == 0 {
-		t.Skip("shared Synthea data not present")
-	}
-	for _, f := range files {
+	for _, f := range corpus.JSON(t, corpus.Synthea) {
 		in, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -34,6 +34,7 @@ const (
 	ProblemPortalUnavailable     = "portal-unavailable"      // 502: the portal could not be reached or kept failing
 	ProblemRecordNotFound        = "record-not-found"        // 404: the portal has no such record for these credentials
 	ProblemPortalResponseInvalid = "portal-response-invalid" // 502: the portal answered something that is not valid FHIR, or too much
+	ProblemPortalUnsupported     = "portal-unsupported"      // 422: the portal cannot serve this systemType as registered (no password grant, a login that needs a browser, a refused scope or client)
 )
 
 // ProblemStatus returns the HTTP status that the server uses for a problem
@@ -55,7 +56,7 @@ func ProblemStatus(code string) int {
 	case ProblemMethodNotAllowed:
 		return 405 // Method Not Allowed
 	case ProblemUnsupportedSystemType, ProblemUnsupportedOutputFormat, ProblemInvalidFHIR,
-		ProblemPortalAuthFailed, ProblemPortalMFARequired:
+		ProblemPortalAuthFailed, ProblemPortalMFARequired, ProblemPortalUnsupported:
 		return 422 // Unprocessable Content
 	case ProblemRecordNotFound:
 		return 404 // Not Found
@@ -111,6 +112,8 @@ func ProblemTitle(code string) string {
 		return "Record not found"
 	case ProblemPortalResponseInvalid:
 		return "Portal response invalid"
+	case ProblemPortalUnsupported:
+		return "Portal unsupported"
 	default:
 		return "Internal error"
 	}
@@ -206,6 +209,7 @@ var (
 	ErrPortalUnavailable       = problemClass(ProblemPortalUnavailable)
 	ErrRecordNotFound          = problemClass(ProblemRecordNotFound)
 	ErrPortalResponseInvalid   = problemClass(ProblemPortalResponseInvalid)
+	ErrPortalUnsupported       = problemClass(ProblemPortalUnsupported)
 )
 
 func problemClass(code string) *Problem {

@@ -18,7 +18,7 @@ func TestProblemCodes(t *testing.T) {
 		acds.ProblemInvalidFHIR: 422, acds.ProblemForbiddenPortal: 403, acds.ProblemRateLimited: 429,
 		acds.ProblemUnavailable: 503, acds.ProblemInternal: 500,
 		acds.ProblemPortalAuthFailed: 422, acds.ProblemPortalMFARequired: 422, acds.ProblemPortalUnavailable: 502,
-		acds.ProblemRecordNotFound: 404, acds.ProblemPortalResponseInvalid: 502,
+		acds.ProblemRecordNotFound: 404, acds.ProblemPortalResponseInvalid: 502, acds.ProblemPortalUnsupported: 422,
 	}
 	for code, status := range want {
 		p := acds.NewProblem(code, "d")
@@ -64,10 +64,10 @@ func TestProblemClasses(t *testing.T) {
 		acds.ProblemUnavailable: acds.ErrUnavailable, acds.ProblemInternal: acds.ErrInternal,
 		acds.ProblemPortalAuthFailed: acds.ErrPortalAuthFailed, acds.ProblemPortalMFARequired: acds.ErrPortalMFARequired,
 		acds.ProblemPortalUnavailable: acds.ErrPortalUnavailable, acds.ProblemRecordNotFound: acds.ErrRecordNotFound,
-		acds.ProblemPortalResponseInvalid: acds.ErrPortalResponseInvalid,
+		acds.ProblemPortalResponseInvalid: acds.ErrPortalResponseInvalid, acds.ProblemPortalUnsupported: acds.ErrPortalUnsupported,
 	}
-	if len(classes) != 19 {
-		t.Fatalf("%d classes for 19 codes", len(classes))
+	if len(classes) != 20 {
+		t.Fatalf("%d classes for 20 codes", len(classes))
 	}
 	for code, class := range classes {
 		if class.Code() != code || class.Status != acds.ProblemStatus(code) {

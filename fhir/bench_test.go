@@ -3,16 +3,16 @@ package fhir
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 func loadSynthea(b *testing.B) ([][]byte, int64) {
-	files, _ := filepath.Glob(filepath.Join(sharedDir(b, "synthea"), "*.json"))
+	files := corpus.JSON(b, corpus.Synthea)
 	var data [][]byte
 	var total int64
 	for _, f := range files {

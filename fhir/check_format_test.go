@@ -2,12 +2,12 @@ package fhir
 
 import (
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // TestCheckKnowsTheFormat: Check refuses, for the format asked, exactly
@@ -24,10 +24,9 @@ func TestCheckKnowsTheFormat(t *testing.T) {
 	noPatient := map[string]bool{practitioner: true, contained: true}
 	inputs := []string{practitioner, contained, patient, `{"resourceType":"Patient","id":"a"}`,
 		`{"resourceType":"Bundle","type":"collection"}`, `{"resourceType":"Patient","birthDate":"x"}`}
-	if b, err := os.ReadFile("/work/shared/testdata/synthea/practitionerInformation1559319163815.json"); err == nil {
-		inputs = append(inputs, string(b))
-		noPatient[string(b)] = true
-	}
+	prac := string(corpus.Read(t, corpus.Practitioners))
+	inputs = append(inputs, prac)
+	noPatient[prac] = true
 	const says = "an International Patient Summary needs a Patient: the record holds none"
 	for _, in := range inputs {
 		for _, format := range []string{"", acds.OutputFHIRR4, acds.OutputFHIRR4IPS, acds.OutputFHIRPath} {

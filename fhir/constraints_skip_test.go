@@ -8,6 +8,7 @@ import (
 
 	"github.com/acds-project/acds/fhir/fhirpath"
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // TestTrueWithoutSound: wherever a check for errors only leaves a
@@ -17,8 +18,8 @@ import (
 // shared bundles, the HL7 validator cases and the 20 KB load bundle; and
 // Check's verdict on them is Validate's.
 func TestTrueWithoutSound(t *testing.T) {
-	files := sharedBundles(t)
-	cases, _ := filepath.Glob(filepath.Join(sharedDir(t, "fhir-validator-cases"), "*.json"))
+	files := corpusBundles(t)
+	cases := corpus.JSON(t, corpus.ValidatorCases)
 	files = append(files, cases...)
 	inputs := [][]byte{bundle20KB()}
 	for _, f := range files {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // deidCorpus returns the official examples (without the conformance and
@@ -30,11 +31,7 @@ func deidCorpus(t *testing.T) []string {
 		}
 		out = append(out, f)
 	}
-	for _, sub := range []string{"synthea", "inferno"} {
-		fs, _ := filepath.Glob(filepath.Join(sharedData, sub, "*.json"))
-		out = append(out, fs...)
-	}
-	return out
+	return append(out, corpus.JSON(t, corpus.Synthea, corpus.Inferno)...)
 }
 
 // errorKeys returns the error findings of out's validation, by what they

@@ -225,7 +225,7 @@ func TestDeidentifySharedBundles(t *testing.T) {
 }
 
 func testDeidentifySharedBundles(t *testing.T, process func([]byte, Options) (*Output, error)) {
-	for _, f := range sharedBundles(t) {
+	for _, f := range corpusBundles(t) {
 		name := filepath.Base(f)
 		data, err := os.ReadFile(f)
 		if err != nil {

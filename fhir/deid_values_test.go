@@ -395,7 +395,10 @@ func decodeNumbers(t *testing.T, b []byte) any {
 // de-identified output, whole or inside a string.
 func TestDeidentifySharedBundlesValues(t *testing.T) {
 	kinds := map[string]int{}
-	for _, f := range sharedBundles(t) {
+	// The corpus's Synthea patients hold no ImagingStudy; the official
+	// example does, with DICOM uids.
+	files := append(corpusBundles(t), filepath.Join("testdata", "examples", "ImagingStudy-example-xr.json"))
+	for _, f := range files {
 		name := filepath.Base(f)
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -417,10 +420,10 @@ func TestDeidentifySharedBundlesValues(t *testing.T) {
 			}
 		}
 	}
-	// The collector must have found what the shared data is known to hold.
+	// The collector must have found what the data is known to hold.
 	for _, k := range []string{"uid", "position", "geolocation", "Endpoint.address"} {
 		if kinds[k] == 0 {
-			t.Errorf("no %s values collected from the shared bundles; the collector is broken (%v)", k, kinds)
+			t.Errorf("no %s values collected from the corpus; the collector is broken (%v)", k, kinds)
 		}
 	}
 	t.Logf("values checked by kind: %v", kinds)

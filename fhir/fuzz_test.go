@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // fuzzSeedStrings are the hand-written fuzz seeds.
@@ -26,7 +27,7 @@ func addFuzzSeeds(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	// The reference validator's cases are small and varied: good seeds.
-	files, _ := filepath.Glob(filepath.Join(sharedData, "fhir-validator-cases", "*.json"))
+	files := corpus.JSON(f, corpus.ValidatorCases)
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil && len(b) < 16<<10 && filepath.Base(p) != "index.json" {
 			f.Add(b)

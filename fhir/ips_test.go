@@ -11,6 +11,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 type ipsDoc struct {
@@ -94,20 +95,13 @@ func expectedSection(r resourceHead) string {
 	return ""
 }
 
-// TestIPSOnSharedRecords builds the IPS of every shared Synthea and Inferno
-// record and compares its sections with what the record holds: every
+// TestIPSOnSharedRecords builds the IPS of every Synthea and Inferno record
+// of the corpus and compares its sections with what the record holds: every
 // resource of a section's kinds is in that section, nothing else is, the
 // required sections are always there, every reference resolves, and the
 // document is valid R4.
 func TestIPSOnSharedRecords(t *testing.T) {
-	var files []string
-	for _, dir := range []string{"/work/shared/testdata/synthea", "/work/shared/testdata/inferno"} {
-		m, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Skip("the shared Synthea and Inferno records (/work/shared/testdata) are absent")
-	}
+	files := corpus.JSON(t, corpus.Synthea, corpus.Inferno)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

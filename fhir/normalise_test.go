@@ -10,6 +10,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // TestNormalizeIdempotent: normalising the encoded output of
@@ -202,15 +203,11 @@ func TestRewritesOnlyReferences(t *testing.T) {
 	}
 }
 
-// processInputs lists the shared bundles and validator cases, the golden
+// processInputs lists the corpus bundles and validator cases, the golden
 // inputs and the official examples (when fetched) that tests run through
 // the pipeline.
 func processInputs(t *testing.T) []string {
-	var files []string
-	for _, sub := range []string{"synthea", "inferno", "fhir-validator-cases"} {
-		fs, _ := filepath.Glob(filepath.Join(sharedData, sub, "*.json"))
-		files = append(files, fs...)
-	}
+	files := corpus.JSON(t, corpus.Synthea, corpus.Inferno, corpus.ValidatorCases)
 	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
 	for _, g := range golden {
 		if !strings.Contains(filepath.Base(g), ".out.") {

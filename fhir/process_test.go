@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 var testNow = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -82,7 +83,7 @@ func TestProcessSharedBundles(t *testing.T) {
 }
 
 func testProcessSharedBundles(t *testing.T, process func([]byte, Options) (*Output, error)) {
-	for _, f := range sharedBundles(t) {
+	for _, f := range corpusBundles(t) {
 		name := filepath.Base(f)
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -182,10 +183,10 @@ func TestCanonicalJSON(t *testing.T) {
 }
 
 // TestProcessMemory bounds the heap the pipeline needs for the largest
-// shared bundle (about 3 MB): the bytes allocated during Process, an upper
+// Synthea bundle of the corpus (0.9 MB): the bytes allocated during Process, an upper
 // bound of its peak heap, stay within 4× the input size.
 func TestProcessMemory(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(sharedDir(t, "synthea"), "*.json"))
+	files := corpus.JSON(t, corpus.Synthea)
 	var big []byte
 	for _, f := range files {
 		d, err := os.ReadFile(f)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/acds-project/acds/fhir/r4"
 	"github.com/acds-project/acds/fhir/spec"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 func TestSpecWalk(t *testing.T) {
@@ -89,17 +89,11 @@ func TestSpecWalk(t *testing.T) {
 }
 
 // TestElementOfMatchesElement checks the walk's cached element lookup
-// against spec.Type.Element on every node of the shared Synthea bundles,
+// against spec.Type.Element on every node of the Synthea bundles,
 // walked by several goroutines at once (the cache is shared), and with
 // names that are equal but stored elsewhere, or unknown.
 func TestElementOfMatchesElement(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(sharedDir(t, "synthea"), "*.json"))
-	if len(files) > 4 {
-		files = files[:4]
-	}
-	if len(files) == 0 {
-		t.Skip("no Synthea bundles")
-	}
+	files := corpus.JSON(t, corpus.Synthea)
 	var wg sync.WaitGroup
 	errs := make(chan string, len(files)*2)
 	for _, f := range files {

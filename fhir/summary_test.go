@@ -3,11 +3,10 @@ package fhir
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // TestSummarizeLiteral: a small literal input, processed, reads back with
@@ -53,18 +52,11 @@ func TestSummarizeLiteral(t *testing.T) {
 	}
 }
 
-// TestSummarizeSynthea: a shared Synthea bundle, processed (plain and
+// TestSummarizeSynthea: a Synthea bundle, processed (plain and
 // de-identified), reads back with as many resources as Process reports
 // and the source it was given.
 func TestSummarizeSynthea(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(sharedDir(t, "synthea"), "*.json"))
-	if len(files) == 0 {
-		t.Skip("no shared Synthea bundles")
-	}
-	in, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := corpus.Read(t, corpus.MaryLind)
 	for _, format := range []string{acds.OutputFHIRR4, acds.OutputFHIRR4Deidentified} {
 		out, err := Process(in, testOpts(format))
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/acds-project/acds/fhir/r4"
 )
 
-// largestSynthea returns the largest shared Synthea bundle.
+// largestSynthea returns the largest Synthea bundle of the corpus.
 func largestSynthea(b *testing.B) []byte {
 	data, _ := loadSynthea(b)
 	big := data[0]

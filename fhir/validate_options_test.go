@@ -2,10 +2,11 @@ package fhir
 
 import (
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // issuesAt returns the issues of o at where of severity sev.
@@ -134,21 +135,19 @@ func TestContainedIgnore(t *testing.T) {
 }
 
 // TestValidateOptionsZeroValue: ValidateWith with the zero options is
-// Validate, finding for finding, on inline inputs and, when present, the
-// reference validator's cases.
+// Validate, finding for finding, on inline inputs and the reference
+// validator's cases.
 func TestValidateOptionsZeroValue(t *testing.T) {
 	inputs := [][]byte{
 		[]byte(`{"resourceType":"Patient","name":[{"text":"<script>x</script>"}]}`),
 		[]byte(`{"resourceType":"Condition","subject":{"reference":"#x"},"contained":[{"resourceType":"Patient","id":"x","birthDate":"never"},{"resourceType":"Patient","id":"y"}]}`),
 	}
-	if files, _ := filepath.Glob(filepath.Join(sharedData, "fhir-validator-cases", "*.json")); len(files) > 0 {
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			inputs = append(inputs, data)
+	for _, f := range corpus.JSON(t, corpus.ValidatorCases) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
+		inputs = append(inputs, data)
 	}
 	for _, in := range inputs {
 		if a, b := Validate(in), ValidateWith(in, ValidateOptions{}); !reflect.DeepEqual(a, b) {

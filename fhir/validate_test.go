@@ -8,31 +8,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
-const sharedData = "../../shared/testdata"
-
-func sharedDir(t testing.TB, sub string) string {
-	t.Helper()
-	d := filepath.Join(sharedData, sub)
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("shared test data %s not present", d)
-	}
-	return d
-}
-
-// sharedBundles returns the paths of every Synthea and Inferno bundle.
-func sharedBundles(t testing.TB) []string {
-	var files []string
-	for _, sub := range []string{"synthea", "inferno"} {
-		fs, _ := filepath.Glob(filepath.Join(sharedDir(t, sub), "*.json"))
-		files = append(files, fs...)
-	}
-	return files
+// corpusBundles returns the paths of every Synthea and Inferno bundle the
+// repository carries.
+func corpusBundles(t testing.TB) []string {
+	return corpus.JSON(t, corpus.Synthea, corpus.Inferno)
 }
 
 func TestAgreementWithReferenceValidator(t *testing.T) {
-	dir := sharedDir(t, "fhir-validator-cases")
+	dir := filepath.Dir(corpus.Path(t, corpus.ValidatorIndex))
 	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +101,7 @@ func itoa(i int) string {
 }
 
 func TestSharedBundlesAreValid(t *testing.T) {
-	for _, f := range sharedBundles(t) {
+	for _, f := range corpusBundles(t) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -60,17 +60,34 @@ const (
 
 // Registration is the SMART client registration the operator configured
 // for a portal origin (Connector.Registrations). It prints, logs and
-// marshals without its Key (String, GoString, LogValue, MarshalJSON).
+// marshals without its Key or ClientSecret (String, GoString, LogValue,
+// MarshalJSON).
 type Registration struct {
 	ClientID    string // required
 	RedirectURI string // required; the connector intercepts the redirect and never dials it
-	Scope       string // empty means "openid launch/patient patient/*.read"
+	// Scope is the scopes the client asks for, separated by spaces; empty
+	// means DefaultScope. The connector asks for those the portal lists
+	// in scopes_supported, in their SMART v2 form where the portal
+	// advertises permission-v2.
+	Scope string
 	// Key, when set, authenticates the client at the token endpoint with
 	// private_key_jwt (RFC 7523): ECDSA P-256 (ES256), P-384 (ES384) or
-	// RSA ≥ 2048 bits (RS384). Nil means a public client.
+	// RSA ≥ 2048 bits (RS384). Nil (and no ClientSecret) means a public
+	// client.
 	Key crypto.Signer
 	// KeyID is the "kid" of Key's JWS header, when the portal wants one.
 	KeyID string
+	// ClientSecret, when set, authenticates a confidential client at the
+	// token endpoint with client_secret_basic or, where the portal lists
+	// only that (or AuthMethod says so), client_secret_post. A
+	// registration has a Key or a ClientSecret, not both.
+	ClientSecret string
+	// AuthMethod is the token_endpoint_auth_method the client is
+	// registered with at the portal (RFC 7591), when it must be one: with
+	// a ClientSecret "client_secret_basic" or "client_secret_post", with
+	// a Key "private_key_jwt", with neither "none". Empty lets the
+	// portal's token_endpoint_auth_methods_supported choose.
+	AuthMethod string
 }
 
 // Record is a fetched patient record.

@@ -33,25 +33,61 @@
 //   - fhir-basic: HTTP Basic auth on every FHIR request.
 //   - smart-password: GET {base}/.well-known/smart-configuration, then an
 //     OAuth2 password grant at its token_endpoint; the bearer token is
-//     used for the FHIR API.
+//     used for the FHIR API. A portal whose grant_types_supported does
+//     not list the password grant (or that lists no grant types, whose
+//     default under RFC 8414 has none) is ErrUnsupported, and the
+//     password is never sent.
 //   - smart-form: SMART App Launch. An authorization request with state
-//     and a PKCE S256 challenge; the portal's HTML login form is filled in
-//     (its hidden fields, CSRF token and session cookie kept), its consent
-//     form approved (choosing RecordID when it offers a patient choice);
-//     the redirect to the registered redirect URI is intercepted, never
-//     dialled; the code is exchanged with the verifier. The token's
-//     patient context is the record when RecordID is empty.
+//     and a PKCE S256 challenge; the pages the portal answers are driven
+//     as a person with a browser would: a login form is filled in (the
+//     username and password fields found by type, autocomplete, label and
+//     name; hidden fields, CSRF tokens, checked boxes and the session
+//     cookie kept), also when it asks for the username alone first; a
+//     consent or approval page approved by the button that says so
+//     (Allow, Continue, Authorize, Grant Access…, never one that refuses)
+//     whether it is one form or a pair (approve/deny), choosing RecordID
+//     where it offers a patient choice; a sign-in chooser followed to the
+//     one link that leads to a password login (a link off the portal's
+//     origin, or a redirect there, is never followed). A login page shown
+//     again after the password was sent, with any 2xx or 4xx status, is
+//     ErrAuthFailed (with ErrAccountLocked when it says so); a one-time
+//     code field is ErrMFARequired; a page with no form to drive (a
+//     script-built login, a chooser without exactly one password login) is
+//     ErrUnsupported: it needs a browser-driven login. The redirect to the
+//     registered redirect URI is intercepted, never dialled; its state is
+//     checked, and its iss (RFC 9207) is checked against the issuer when
+//     the portal says it sends one or sends one anyway; the code is
+//     exchanged with the verifier. The token's patient context is the
+//     record when RecordID is empty.
 //   - demo: the bundled demo portal, driven with the smart-form flow.
 //
 // The SMART client (client id, redirect URI, scope, and for confidential
 // clients a private key used for private_key_jwt client authentication,
-// RFC 7523, ES256/ES384/RS384) is configured per portal origin in
-// Connector.Registrations (keys as Origin writes them); origins without
-// one use the demo portal's public client (DemoClientID). The operator's
-// registrations come from Go (checked by CheckRegistrations) or from a
-// JSON registrations file (LoadRegistrations; `acds serve
+// RFC 7523, ES256/ES384/RS384, or a client secret used with
+// client_secret_basic or client_secret_post) is configured per portal
+// origin in Connector.Registrations (keys as Origin writes them); origins
+// without one use the demo portal's public client (DemoClientID). The
+// operator's registrations come from Go (checked by CheckRegistrations)
+// or from a JSON registrations file (LoadRegistrations; `acds serve
 // --registrations FILE`). A Registration never prints, logs or marshals
-// its key.
+// its key or secret.
+//
+// The OAuth2 exchanges follow the portal's discovery document: the scope
+// asked for is the registration's scopes (DefaultScope when it names none)
+// that scopes_supported lists, each in its SMART v2 form (patient/*.rs for
+// patient/*.read) where the capabilities include permission-v2; the
+// client authenticates with the method token_endpoint_auth_methods_supported
+// lists for what the registration holds (client_secret_basic before
+// client_secret_post), or the one Registration.AuthMethod names. Errors say whose the cause is: the user's
+// credentials (invalid_grant on a password grant, a login shown again,
+// access_denied) are ErrAuthFailed; what the portal or the registration
+// cannot do (no common scope, no usable client authentication, no
+// password grant or code flow or PKCE S256 advertised, unsupported_grant_type,
+// invalid_scope, unauthorized_client, invalid_client, a login that needs a
+// browser) is ErrUnsupported; a portal that answers nonsense (a refused
+// iss, a code it refuses right after issuing it, an unknown error code)
+// is ErrResponseInvalid. The portal's error_description is kept in the
+// error's Detail, redacted and capped.
 //
 // Then the record is fetched: Patient/{id}/$everything and its next
 // links. When the portal has no $everything (404, 400, 405 or 501 on its
@@ -72,12 +108,14 @@
 // portal asked for; a Retry-After beyond MaxRetryAfter, or the context
 // ending, stops at once. Every error wraps one class — ErrAuthFailed
 // (with ErrAccountLocked), ErrMFARequired, ErrUnavailable,
-// ErrRecordNotFound, ErrResponseInvalid, ErrForbidden,
+// ErrRecordNotFound, ErrResponseInvalid, ErrUnsupported, ErrForbidden,
 // ErrUnsupportedSystemType, ErrInvalidRequest, ErrNotarization — and
 // ProblemCode maps it to the wire's problem code (acds.Problem*). Error texts quote
 // portals only capped and with the request's username, password, access
 // token and authorization code blanked out; Credentials print as a
-// placeholder under every fmt verb. That redaction is done in one place
+// placeholder under every fmt verb; a registration's client secret, and
+// the HTTP Basic forms of it and of the credentials, are blanked out as
+// well. That redaction is done in one place
 // (errors.go), once per error, at the boundary of Connector.Admit,
 // Connector.Fetch, Fetcher.Admit and Fetcher.Fetch. A name that does not resolve and a
 // portal that does not answer are ErrUnavailable, and their texts name

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,15 @@ var (
 	// ErrLimit is the limit case of ErrResponseInvalid: the record is
 	// larger, or has more pages, than the configured limits.
 	ErrLimit = errors.New("portal record exceeds the fetch limits")
+	// ErrUnsupported: the portal cannot serve this systemType with the
+	// operator's registration — its discovery document omits the password
+	// grant, the authorization code flow or PKCE S256, it refuses the
+	// registration's client, grant or scopes (unauthorized_client,
+	// invalid_client, unsupported_grant_type, invalid_scope), no client
+	// authentication method both sides have, or a login page that only a
+	// browser can drive (a script-built page, an identity-provider chooser
+	// with no single password login).
+	ErrUnsupported = errors.New("portal unsupported as registered")
 	// ErrForbidden: the portal URL or the address it resolves to is
 	// refused by the Guard.
 	ErrForbidden = errors.New("forbidden portal")
@@ -74,6 +84,8 @@ func ProblemCode(err error) string {
 		return acds.ProblemPortalAuthFailed
 	case errors.Is(err, ErrRecordNotFound):
 		return acds.ProblemRecordNotFound
+	case errors.Is(err, ErrUnsupported):
+		return acds.ProblemPortalUnsupported
 	case errors.Is(err, ErrResponseInvalid):
 		return acds.ProblemPortalResponseInvalid
 	case errors.Is(err, ErrUnavailable):
@@ -197,9 +209,11 @@ const maxDetail = 200
 // package's.)
 type redactor []string
 
-// redactorFor is the redactor of req's credentials.
+// redactorFor is the redactor of req's credentials, also in the HTTP
+// Basic form fhir-basic sends them in, which a portal could echo.
 func redactorFor(req Request) redactor {
-	return newRedactor(req.Credentials.Username, req.Credentials.Password)
+	c := req.Credentials
+	return newRedactor(c.Username, c.Password, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
 }
 
 // Redact returns msg with every secret of three characters or more

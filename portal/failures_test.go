@@ -170,7 +170,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		}
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/.well-known/smart-configuration"):
-			fmt.Fprintf(w, `{"authorization_endpoint":"https://%s/authorize","token_endpoint":"https://%s/token"}`, r.Host, r.Host)
+			fmt.Fprintf(w, `{"authorization_endpoint":"https://%s/authorize","token_endpoint":"https://%s/token","grant_types_supported":["authorization_code","password"]}`, r.Host, r.Host)
 		case r.URL.Path == "/token":
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, `{"error":"invalid_grant","error_description":%q}`, dump)
@@ -218,6 +218,7 @@ func TestProblemCodes(t *testing.T) {
 		&portal.Error{Kind: portal.ErrResponseInvalid, Err: portal.ErrLimit}:    acds.ProblemPortalResponseInvalid,
 		&portal.ForbiddenError{Target: "x", Reason: "y"}:                        acds.ProblemForbiddenPortal,
 		&portal.Error{Kind: portal.ErrNotarization}:                             acds.ProblemUnavailable,
+		&portal.Error{Kind: portal.ErrUnsupported}:                              acds.ProblemPortalUnsupported,
 		fmt.Errorf("wrapped: %w", &portal.Error{Kind: portal.ErrMFARequired}):   acds.ProblemPortalMFARequired,
 	} {
 		if got := portal.ProblemCode(err); got != want {

@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,14 +26,33 @@ func FuzzParseHTML(f *testing.F) {
 	f.Add(`<form<input<select<option</form></select>`)
 	f.Add(`<a b="unterminated`)
 	f.Add(`<input name=x value=1><option value=2>`)
+	for _, page := range []string{dexPasswordPage, dexApprovalPage, dexChooserPage, oidcLoginPage, oidcConsentPage, busyLoginPage,
+		identifierPage, totpPage, denyOnlyPage, orphanButtonPage} {
+		f.Add(page)
+	}
+	f.Add(`<label>a<label>b<input name=x></label><button form=nope>x</button><a href=/y><a href=/z>z</a></a><div role=alert><div>e</div>`)
+	f.Add(`<textarea name=t>x<form></textarea><form><textarea name=u>y</textarea><button formaction=/a formmethod=get>b</button></form>`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		p := parseHTML(doc)
 		if n := strings.Count(strings.ToLower(doc), "<form"); len(p.forms) > n {
 			t.Fatalf("%d forms from %d <form", len(p.forms), n)
 		}
 		for _, fm := range p.forms {
-			fm.has(func(c htmlControl) bool { return isOTP(c.name) })
+			sub := classify(fm)
+			if sub.kind != formOther && sub.form != fm {
+				t.Fatalf("classified as %d without its form", sub.kind)
+			}
+			if sub.form != nil {
+				vals := url.Values{}
+				fillLogin(sub, vals, testCreds, sub.kind == formLogin)
+				fillConsent(sub, vals, "p1")
+			}
 		}
+		if len(p.text) > maxPageText || len(p.links) > maxLinks || len(p.errors) > maxPageErrors {
+			t.Fatalf("kept %d bytes of text, %d links, %d errors", len(p.text), len(p.links), len(p.errors))
+		}
+		base, _ := url.Parse("https://portal.example/login")
+		chooserLinks(base, p)
 	})
 }
 
@@ -71,11 +93,33 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(bytes.NewReader(b.body)), Request: r, ContentLength: int64(len(b.body))}, nil
 }
 
+// loginTransport answers SMART discovery with a usable configuration and
+// every other request (the authorization request, each form posted, each
+// link followed, the token request) with the same status and body, in
+// memory.
+type loginTransport bodyTransport
+
+func (l loginTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/.well-known/smart-configuration") {
+		return bodyTransport{status: 200, body: []byte(`{"issuer":"https://portal.example","authorization_endpoint":"https://portal.example/authorize",` +
+			`"token_endpoint":"https://portal.example/token","grant_types_supported":["authorization_code","password"]}`)}.RoundTrip(r)
+	}
+	return bodyTransport(l).RoundTrip(r)
+}
+
 // FuzzConnectorPages feeds the connector arbitrary portal answers (as
-// $everything pages, Patient reads, searches and reference reads): it must
-// not panic or loop, and it returns either a JSON Bundle holding the
-// patient or a classified error.
+// $everything pages, Patient reads, searches and reference reads for
+// fhir-basic; as login, consent and chooser pages and token answers for
+// smart-form): it must not panic or loop, and it returns either a JSON
+// Bundle holding the patient or a classified error.
 func FuzzConnectorPages(f *testing.F) {
+	for _, page := range []string{dexPasswordPage, dexApprovalPage, dexChooserPage, oidcLoginPage, oidcConsentPage, busyLoginPage,
+		identifierPage, totpPage, orphanButtonPage} {
+		f.Add(200, []byte(page))
+		f.Add(401, []byte(page))
+	}
+	f.Add(400, []byte(`<pre>error: invalid_redirect_uri</pre>`))
+	f.Add(200, []byte(`<div id="root"></div><script src="/app.js"></script>`))
 	f.Add(200, []byte(`{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient","id":"p1"}}]}`))
 	f.Add(200, []byte(`{"resourceType":"Bundle","link":[{"relation":"next","url":"https://portal.example/fhir/x"}],"entry":[{"resource":{"resourceType":"Patient","id":"p1"}}]}`))
 	f.Add(200, []byte(`{"resourceType":"Bundle","link":[{"relation":"next","url":"https://evil.example/x"}]}`))
@@ -88,17 +132,24 @@ func FuzzConnectorPages(f *testing.F) {
 		if status < 100 || status > 599 {
 			status = 200
 		}
-		c := &Connector{MaxRetries: -1, MaxPages: 20, MaxBytes: 1 << 20}
-		hc := &http.Client{Transport: bodyTransport{status: status, body: body}}
-		rec, err := c.Fetch(context.Background(), hc, Request{SystemType: acds.SystemFHIRBasic, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: testCreds})
-		if err != nil {
-			if ProblemCode(err) == acds.ProblemInternal {
-				t.Fatalf("unclassified error: %v", err)
+		for st, tr := range map[string]http.RoundTripper{
+			acds.SystemFHIRBasic: bodyTransport{status: status, body: body},
+			acds.SystemSMARTForm: loginTransport{status: status, body: body},
+		} {
+			c := &Connector{MaxRetries: -1, MaxPages: 20, MaxBytes: 1 << 20}
+			rec, err := c.Fetch(context.Background(), &http.Client{Transport: tr}, Request{SystemType: st, PortalURL: "https://portal.example/fhir", RecordID: "p1", Credentials: testCreds})
+			if err != nil {
+				if ProblemCode(err) == acds.ProblemInternal {
+					t.Fatalf("%s: unclassified error: %v", st, err)
+				}
+				if strings.Contains(err.Error(), testCreds.Password) {
+					t.Fatalf("%s: the error quotes the password: %v", st, err)
+				}
+				continue
 			}
-			return
-		}
-		if !json.Valid(rec.FHIR) || !strings.Contains(string(rec.FHIR), `"fullUrl":"https://portal.example/fhir/Patient/p1"`) {
-			t.Fatalf("bad record %s", rec.FHIR)
+			if !json.Valid(rec.FHIR) || !strings.Contains(string(rec.FHIR), `"fullUrl":"https://portal.example/fhir/Patient/p1"`) {
+				t.Fatalf("%s: bad record %s", st, rec.FHIR)
+			}
 		}
 	})
 }
@@ -233,7 +284,11 @@ func FuzzParseRegistrations(f *testing.F) {
 	f.Add([]byte(`[{"origin": "https://A.example:443/", "clientId": "a", "redirectUri": "https://x/cb"}, {"origin": "http://[::1]:80"}]`))
 	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "privateKeyFile": "k.pem", "keyId": "k"}]`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "clientSecretFile": "s.txt"}]`))
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "clientSecretFile": "s.txt", "privateKeyFile": "k.pem"}]`))
+	f.Add([]byte(`[{"origin": "https://a.example", "clientId": "a", "redirectUri": "https://x/cb", "clientSecretFile": "s.txt", "tokenEndpointAuthMethod": "client_secret_post"}]`))
 	dir := f.TempDir()
+	os.WriteFile(filepath.Join(dir, "s.txt"), []byte("a-client-secret\n"), 0o600)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		regs, err := parseRegistrations(data, dir)
 		if err != nil {

@@ -21,19 +21,27 @@ func TestUseTokenClassifies(t *testing.T) {
 	resp := func(code int) *http.Response { return &http.Response{StatusCode: code} }
 	for _, tc := range []struct {
 		name string
+		op   string
 		err  error
 		want []error
 	}{
-		{"locked", &oauth2.RetrieveError{Response: resp(400), Body: []byte(secret), ErrorCode: "invalid_grant", ErrorDescription: "account locked"}, []error{ErrAuthFailed, ErrAccountLocked}},
-		{"wrong password", &oauth2.RetrieveError{Response: resp(400), Body: []byte(secret), ErrorCode: "invalid_grant", ErrorDescription: "bad password " + secret}, []error{ErrAuthFailed}},
-		{"mfa", &oauth2.RetrieveError{Response: resp(403), ErrorCode: "mfa_required"}, []error{ErrMFARequired}},
-		{"unknown client", &oauth2.RetrieveError{Response: resp(401), ErrorCode: "invalid_client"}, []error{ErrAuthFailed}},
-		{"server confused", &oauth2.RetrieveError{Response: resp(400), Body: []byte(secret), ErrorCode: "unsupported_grant_type"}, []error{ErrResponseInvalid}},
-		{"no access token", &oauth2.RetrieveError{Response: resp(200), Body: []byte(secret), ErrorDescription: "server response missing access_token"}, []error{ErrResponseInvalid}},
-		{"never sent", &url.Error{Op: "Post", URL: "https://portal.example/token", Err: context.Canceled}, []error{ErrUnavailable}},
-		{"classified by do", &url.Error{Op: "Post", URL: "https://portal.example/token", Err: &Error{Kind: ErrForbidden}}, []error{ErrForbidden}},
+		{"locked", grantPassword, &oauth2.RetrieveError{Response: resp(400), Body: []byte(secret), ErrorCode: "invalid_grant", ErrorDescription: "account locked"}, []error{ErrAuthFailed, ErrAccountLocked}},
+		{"wrong password", grantPassword, &oauth2.RetrieveError{Response: resp(400), Body: []byte(secret), ErrorCode: "invalid_grant", ErrorDescription: "bad password " + secret}, []error{ErrAuthFailed}},
+		{"401 without a code", grantPassword, &oauth2.RetrieveError{Response: resp(401), Body: []byte(secret)}, []error{ErrAuthFailed}},
+		{"code refused", grantCode, &oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_grant", ErrorDescription: "bad code_verifier"}, []error{ErrResponseInvalid}},
+		{"mfa", grantPassword, &oauth2.RetrieveError{Response: resp(403), ErrorCode: "mfa_required"}, []error{ErrMFARequired}},
+		{"unknown client", grantCode, &oauth2.RetrieveError{Response: resp(401), ErrorCode: "invalid_client"}, []error{ErrUnsupported}},
+		{"client not allowed", grantPassword, &oauth2.RetrieveError{Response: resp(400), ErrorCode: "unauthorized_client"}, []error{ErrUnsupported}},
+		{"no password grant", grantPassword, &oauth2.RetrieveError{Response: resp(400), Body: []byte(secret), ErrorCode: "unsupported_grant_type"}, []error{ErrUnsupported}},
+		{"scope refused", grantPassword, &oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_scope", ErrorDescription: "launch/patient"}, []error{ErrUnsupported}},
+		{"scope refused at exchange", grantCode, &oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_scope"}, []error{ErrUnsupported}},
+		{"portal failing", grantCode, &oauth2.RetrieveError{Response: resp(400), ErrorCode: "temporarily_unavailable"}, []error{ErrUnavailable}},
+		{"nonsense", grantCode, &oauth2.RetrieveError{Response: resp(418), ErrorCode: "teapot"}, []error{ErrResponseInvalid}},
+		{"no access token", grantCode, &oauth2.RetrieveError{Response: resp(200), Body: []byte(secret), ErrorDescription: "server response missing access_token"}, []error{ErrResponseInvalid}},
+		{"never sent", grantCode, &url.Error{Op: "Post", URL: "https://portal.example/token", Err: context.Canceled}, []error{ErrUnavailable}},
+		{"classified by do", grantCode, &url.Error{Op: "Post", URL: "https://portal.example/token", Err: &Error{Kind: ErrForbidden}}, []error{ErrForbidden}},
 	} {
-		err := s.useToken("code exchange", nil, tc.err)
+		err := s.useToken(tc.op, nil, tc.err)
 		for _, w := range tc.want {
 			if !errors.Is(err, w) {
 				t.Errorf("%s: %v, want %v", tc.name, err, w)

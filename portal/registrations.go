@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Operator SMART client registrations: Connector.Registrations from Go,
@@ -71,8 +73,8 @@ func (e *RegistrationError) Unwrap() []error {
 	return []error{ErrInvalidRegistration, e.Err}
 }
 
-// String describes the registration without its key: the key's presence,
-// algorithm and id only. Registrations print this way under %v and %+v,
+// String describes the registration without its key or secret: the key's
+// presence, algorithm and id, and whether it has a secret, only. Registrations print this way under %v and %+v,
 // in log/slog (LogValue) and in JSON (MarshalJSON), so a logged
 // Connector or Options carries no private key material.
 func (r Registration) String() string {
@@ -84,27 +86,39 @@ func (r Registration) String() string {
 			s += fmt.Sprintf(" kid %q", r.KeyID)
 		}
 	}
+	if r.ClientSecret != "" {
+		s += " client_secret"
+	}
+	if r.AuthMethod != "" {
+		s += " " + r.AuthMethod
+	}
 	return s
 }
 
-// GoString is String, so %#v shows no key either.
+// GoString is String, so %#v shows no key or secret either.
 func (r Registration) GoString() string { return "portal.Registration{" + r.String() + "}" }
 
-// LogValue makes log/slog print the registration without its key.
+// LogValue makes log/slog print the registration without its key or secret.
 func (r Registration) LogValue() slog.Value { return slog.StringValue(r.String()) }
 
 // MarshalJSON encodes the registration in the registrations file's
-// shape, with "privateKey": "[redacted]" in place of a key.
+// shape, with "privateKey": "[redacted]" in place of a key and
+// "clientSecret": "[redacted]" in place of a secret.
 func (r Registration) MarshalJSON() ([]byte, error) {
 	v := struct {
-		ClientID    string   `json:"clientId"`
-		RedirectURI string   `json:"redirectUri"`
-		Scopes      []string `json:"scopes,omitempty"`
-		PrivateKey  string   `json:"privateKey,omitempty"`
-		KeyID       string   `json:"keyId,omitempty"`
-	}{ClientID: r.ClientID, RedirectURI: r.RedirectURI, Scopes: strings.Fields(r.Scope), KeyID: r.KeyID}
+		ClientID     string   `json:"clientId"`
+		RedirectURI  string   `json:"redirectUri"`
+		Scopes       []string `json:"scopes,omitempty"`
+		PrivateKey   string   `json:"privateKey,omitempty"`
+		KeyID        string   `json:"keyId,omitempty"`
+		ClientSecret string   `json:"clientSecret,omitempty"`
+		AuthMethod   string   `json:"tokenEndpointAuthMethod,omitempty"`
+	}{ClientID: r.ClientID, RedirectURI: r.RedirectURI, Scopes: strings.Fields(r.Scope), KeyID: r.KeyID, AuthMethod: r.AuthMethod}
 	if r.Key != nil {
 		v.PrivateKey = "[redacted]"
+	}
+	if r.ClientSecret != "" {
+		v.ClientSecret = "[redacted]"
 	}
 	return json.Marshal(v)
 }
@@ -138,9 +152,13 @@ func Origin(rawURL string) (string, error) {
 
 // CheckRegistrations checks registrations given from Go: every key is an
 // origin as Origin writes it, and every registration has a client id, an
-// absolute redirect URI and, when it has a key, one that private_key_jwt
-// can use (ECDSA P-256 or P-384, RSA of at least 2048 bits). Errors are
-// *RegistrationError.
+// absolute redirect URI, at most one of a key and a client secret, an
+// AuthMethod that fits what it holds (see Registration), when it
+// has a key one that private_key_jwt can use (ECDSA P-256 or P-384, RSA of
+// at least 2048 bits), and when it has a secret one an HTTP Basic header
+// and a form can carry (3 to MaxClientSecretLen bytes of printable UTF-8
+// without spaces at its ends). Errors are *RegistrationError, and
+// never quote a key or a secret.
 func CheckRegistrations(regs map[string]Registration) error {
 	keys := make([]string, 0, len(regs))
 	for k := range regs {
@@ -176,6 +194,19 @@ func (r Registration) check() *RegistrationError {
 		return &RegistrationError{Field: "Scope", Reason: "want scopes separated by single spaces"}
 	case r.Key == nil && r.KeyID != "":
 		return &RegistrationError{Field: "KeyID", Reason: "a key id without a key"}
+	case r.Key != nil && r.ClientSecret != "":
+		return &RegistrationError{Field: "ClientSecret", Reason: "a client secret and a private key: a client authenticates with one"}
+	}
+	if why := checkSecret(r.ClientSecret); why != "" {
+		return &RegistrationError{Field: "ClientSecret", Reason: why}
+	}
+	if r.AuthMethod != "" {
+		fits := map[string]bool{authNone: r.Key == nil && r.ClientSecret == "", authPrivateKeyJWT: r.Key != nil,
+			authSecretBasic: r.ClientSecret != "", authSecretPost: r.ClientSecret != ""}
+		if !fits[r.AuthMethod] {
+			return &RegistrationError{Field: "AuthMethod", Reason: fmt.Sprintf("%q does not fit the registration: want none (no key, no secret), "+
+				"private_key_jwt (a key), client_secret_basic or client_secret_post (a secret)", r.AuthMethod)}
+		}
 	}
 	if r.Key != nil {
 		if _, err := jwtAlg(r.Key.Public()); err != nil {
@@ -185,6 +216,28 @@ func (r Registration) check() *RegistrationError {
 	return nil
 }
 
+// MaxClientSecretLen bounds a Registration's ClientSecret, in bytes.
+const MaxClientSecretLen = 1024
+
+// checkSecret says what is wrong with a client secret ("" for nothing),
+// without quoting it.
+func checkSecret(secret string) string {
+	switch {
+	case secret == "":
+	case len(secret) > MaxClientSecretLen:
+		return fmt.Sprintf("longer than %d bytes", MaxClientSecretLen)
+	case !utf8.ValidString(secret):
+		return "not UTF-8"
+	case strings.ContainsFunc(secret, unicode.IsControl):
+		return "it holds a control character"
+	case strings.TrimSpace(secret) != secret:
+		return "it starts or ends with a space"
+	case len(secret) < 3:
+		return "shorter than 3 bytes"
+	}
+	return ""
+}
+
 func absoluteURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme != "" && u.Host != "" && u.User == nil
@@ -192,12 +245,14 @@ func absoluteURL(s string) bool {
 
 // registrationEntry is one entry of a registrations file.
 type registrationEntry struct {
-	Origin         string   `json:"origin"`
-	ClientID       string   `json:"clientId"`
-	RedirectURI    string   `json:"redirectUri"`
-	Scopes         []string `json:"scopes"`
-	PrivateKeyFile string   `json:"privateKeyFile"`
-	KeyID          string   `json:"keyId"`
+	Origin           string   `json:"origin"`
+	ClientID         string   `json:"clientId"`
+	RedirectURI      string   `json:"redirectUri"`
+	Scopes           []string `json:"scopes"`
+	PrivateKeyFile   string   `json:"privateKeyFile"`
+	KeyID            string   `json:"keyId"`
+	ClientSecretFile string   `json:"clientSecretFile"`
+	AuthMethod       string   `json:"tokenEndpointAuthMethod"`
 }
 
 // maxRegistrationsFile caps a registrations file and each key file.
@@ -210,16 +265,26 @@ const maxRegistrationsFile = 1 << 20
 //	  "redirectUri": "https://acds.example/smart/callback",
 //	  "scopes": ["openid", "launch/patient", "patient/*.read"],
 //	  "privateKeyFile": "keys/portal-example.pem",
-//	  "keyId": "2026-01"}]
+//	  "keyId": "2026-01"},
+//	 {"origin": "https://other.example",
+//	  "clientId": "acds",
+//	  "redirectUri": "https://acds.example/smart/callback",
+//	  "clientSecretFile": "secrets/other-example",
+//	  "tokenEndpointAuthMethod": "client_secret_post"}]
 //
 // origin, clientId and redirectUri are required; scopes defaults to
-// "openid launch/patient patient/*.read"; privateKeyFile (a PEM PKCS #8,
-// SEC 1 "EC PRIVATE KEY" or PKCS #1 "RSA PRIVATE KEY" file, relative to
-// the registrations file's directory, readable by its owner only) makes
-// the client authenticate with private_key_jwt; keyId is the JWS "kid"
-// the portal may want. Unknown fields, duplicate origins and files over
-// 1 MiB are refused. Every error is a *RegistrationError naming the file,
-// the entry and the field; none quotes a key.
+// DefaultScope; privateKeyFile (a PEM PKCS #8, SEC 1 "EC PRIVATE KEY" or
+// PKCS #1 "RSA PRIVATE KEY" file) makes the client authenticate with
+// private_key_jwt, keyId being the JWS "kid" the portal may want;
+// clientSecretFile (a file holding the secret, one trailing newline
+// allowed) with client_secret_basic or client_secret_post;
+// tokenEndpointAuthMethod, when the portal registered the client with
+// one method, names it (Registration.AuthMethod). Key and secret
+// files are relative to the registrations file's directory and must be
+// readable by their owner only; an entry has at most one of them.
+// Unknown fields, duplicate origins and files over 1 MiB are refused.
+// Every error is a *RegistrationError naming the file, the entry and the
+// field; none quotes a key or a secret.
 func LoadRegistrations(path string) (map[string]Registration, error) {
 	data, err := readCapped(path)
 	if err != nil {
@@ -249,7 +314,7 @@ func readCapped(path string) ([]byte, error) {
 // parseRegistrations parses a registrations file whose key files are
 // relative to dir.
 func parseRegistrations(data []byte, dir string) (map[string]Registration, error) {
-	const shape = "want a JSON array of {origin, clientId, redirectUri, scopes?, privateKeyFile?, keyId?}"
+	const shape = "want a JSON array of {origin, clientId, redirectUri, scopes?, privateKeyFile?, keyId?, clientSecretFile?, tokenEndpointAuthMethod?}"
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw []json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -299,18 +364,31 @@ func parseRegistrations(data []byte, dir string) (map[string]Registration, error
 				return nil, fail("scopes", fmt.Sprintf("%q is not a scope", s), nil)
 			}
 		}
-		r := Registration{ClientID: e.ClientID, RedirectURI: e.RedirectURI, Scope: strings.Join(e.Scopes, " "), KeyID: e.KeyID}
-		if e.PrivateKeyFile != "" {
-			p := e.PrivateKeyFile
+		r := Registration{ClientID: e.ClientID, RedirectURI: e.RedirectURI, Scope: strings.Join(e.Scopes, " "), KeyID: e.KeyID, AuthMethod: e.AuthMethod}
+		rel := func(p string) string {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
 			}
+			return p
+		}
+		if e.PrivateKeyFile != "" && e.ClientSecretFile != "" {
+			return nil, fail("clientSecretFile", "a client secret and a private key: a client authenticates with one", nil)
+		}
+		if e.PrivateKeyFile != "" {
+			p := rel(e.PrivateKeyFile)
 			if r.Key, err = loadClientKey(p); err != nil {
 				return nil, fail("privateKeyFile", p, err)
 			}
 		}
+		if e.ClientSecretFile != "" {
+			p := rel(e.ClientSecretFile)
+			if r.ClientSecret, err = loadClientSecret(p); err != nil {
+				return nil, fail("clientSecretFile", p, err)
+			}
+		}
 		if err := r.check(); err != nil {
-			field := map[string]string{"ClientID": "clientId", "RedirectURI": "redirectUri", "Scope": "scopes", "KeyID": "keyId", "Key": "privateKeyFile"}[err.Field]
+			field := map[string]string{"ClientID": "clientId", "RedirectURI": "redirectUri", "Scope": "scopes", "KeyID": "keyId",
+				"Key": "privateKeyFile", "ClientSecret": "clientSecretFile", "AuthMethod": "tokenEndpointAuthMethod"}[err.Field]
 			return nil, fail(field, err.Reason, err.Err)
 		}
 		regs[origin] = r
@@ -318,9 +396,9 @@ func parseRegistrations(data []byte, dir string) (map[string]Registration, error
 	return regs, nil
 }
 
-// loadClientKey reads a PEM private key file. Its errors never quote the
-// file's contents.
-func loadClientKey(path string) (crypto.Signer, error) {
+// readPrivate reads a file that only its owner may read (key and secret
+// files), capped.
+func readPrivate(path string) ([]byte, error) {
 	if runtime.GOOS != "windows" {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -330,7 +408,31 @@ func loadClientKey(path string) (crypto.Signer, error) {
 			return nil, fmt.Errorf("readable by group or others (mode %04o); chmod 600 it", fi.Mode().Perm())
 		}
 	}
-	data, err := readCapped(path)
+	return readCapped(path)
+}
+
+// loadClientSecret reads a client secret file: the secret, with one
+// trailing newline (LF or CRLF) allowed. Its errors never quote the
+// file's contents.
+func loadClientSecret(path string) (string, error) {
+	data, err := readPrivate(path)
+	if err != nil {
+		return "", err
+	}
+	secret := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if secret == "" {
+		return "", errors.New("empty")
+	}
+	if why := checkSecret(secret); why != "" {
+		return "", errors.New(why)
+	}
+	return secret, nil
+}
+
+// loadClientKey reads a PEM private key file. Its errors never quote the
+// file's contents.
+func loadClientKey(path string) (crypto.Signer, error) {
+	data, err := readPrivate(path)
 	if err != nil {
 		return nil, err
 	}

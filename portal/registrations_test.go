@@ -168,3 +168,95 @@ func TestCheckRegistrations(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestClientSecretRegistrations: a registrations file's clientSecretFile
+// is read (one trailing newline dropped) from a file only its owner can
+// read; a secret and a key together, an empty or unsendable secret are
+// refused naming the field; a registration never prints, logs or
+// marshals its secret.
+func TestClientSecretRegistrations(t *testing.T) {
+	const secret = "cl1ent-SECRET-value"
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("s", secret+"\r\n", 0o600)
+	write("open", secret, 0o644)
+	write("empty", "\n", 0o600)
+	write("ctl", "abc\x00def", 0o600)
+	write("spaced", " "+secret, 0o600)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p8, _ := x509.MarshalPKCS8PrivateKey(ec)
+	writeKey(t, filepath.Join(dir, "k.pem"), "PRIVATE KEY", p8, 0o600)
+	const ok = `"origin": "https://a.example", "clientId": "a", "redirectUri": "https://acds.example/cb"`
+	regs, err := parseRegistrations([]byte(`[{`+ok+`, "clientSecretFile": "s"}]`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := regs["https://a.example"]
+	if r.ClientSecret != secret || r.Key != nil {
+		t.Fatalf("registration %v", r)
+	}
+	if err := CheckRegistrations(regs); err != nil {
+		t.Error(err)
+	}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("x", "reg", r, "conn", &Connector{Registrations: regs})
+	js, _ := json.Marshal(regs)
+	for _, text := range []string{fmt.Sprintf("%v %+v %#v %s", regs, r, r, r), logged.String(), string(js)} {
+		if strings.Contains(text, secret) || strings.Contains(text, "SECRET") {
+			t.Errorf("the secret in %q", text)
+		}
+		if !strings.Contains(text, "client_secret") && !strings.Contains(text, `"clientSecret":"[redacted]"`) {
+			t.Errorf("the registration does not say it has a secret: %q", text)
+		}
+	}
+	for name, entry := range map[string]string{
+		"readable by others": `"clientSecretFile": "open"`, "empty": `"clientSecretFile": "empty"`,
+		"control character": `"clientSecretFile": "ctl"`, "leading space": `"clientSecretFile": "spaced"`,
+		"missing": `"clientSecretFile": "none"`, "with a key": `"clientSecretFile": "s", "privateKeyFile": "k.pem"`,
+	} {
+		_, err := parseRegistrations([]byte(`[{`+ok+`, `+entry+`}]`), dir)
+		var re *RegistrationError
+		if !errors.As(err, &re) || re.Field != "clientSecretFile" {
+			t.Errorf("%s: %v, want an error on clientSecretFile", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the error quotes the secret: %v", name, err)
+		}
+	}
+	for name, reg := range map[string]Registration{
+		"key and secret": {ClientID: "a", RedirectURI: "https://acds.example/cb", ClientSecret: secret, Key: ec},
+		"short secret":   {ClientID: "a", RedirectURI: "https://acds.example/cb", ClientSecret: "ab"},
+		"newline":        {ClientID: "a", RedirectURI: "https://acds.example/cb", ClientSecret: secret + "\n"},
+		"too long":       {ClientID: "a", RedirectURI: "https://acds.example/cb", ClientSecret: strings.Repeat("s", MaxClientSecretLen+1)},
+	} {
+		err := CheckRegistrations(map[string]Registration{"https://a.example": reg})
+		var re *RegistrationError
+		if !errors.As(err, &re) || re.Field != "ClientSecret" || strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestRegistrationAuthMethod: tokenEndpointAuthMethod must fit what the
+// registration holds, and is kept.
+func TestRegistrationAuthMethod(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s"), []byte("a-secret"), 0o600)
+	const ok = `"origin": "https://a.example", "clientId": "a", "redirectUri": "https://acds.example/cb"`
+	regs, err := parseRegistrations([]byte(`[{`+ok+`, "clientSecretFile": "s", "tokenEndpointAuthMethod": "client_secret_post"}]`), dir)
+	if err != nil || regs["https://a.example"].AuthMethod != "client_secret_post" {
+		t.Fatalf("%v %v", regs, err)
+	}
+	for _, entry := range []string{`"tokenEndpointAuthMethod": "client_secret_basic"`, `"clientSecretFile": "s", "tokenEndpointAuthMethod": "private_key_jwt"`,
+		`"clientSecretFile": "s", "tokenEndpointAuthMethod": "none"`, `"clientSecretFile": "s", "tokenEndpointAuthMethod": "tls_client_auth"`} {
+		_, err := parseRegistrations([]byte(`[{`+ok+`, `+entry+`}]`), dir)
+		var re *RegistrationError
+		if !errors.As(err, &re) || re.Field != "tokenEndpointAuthMethod" {
+			t.Errorf("%s: %v", entry, err)
+		}
+	}
+}

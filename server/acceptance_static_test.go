@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 	"github.com/acds-project/acds/server"
 )
 
@@ -64,10 +65,7 @@ func TestQueryUnknownVariableRefused(t *testing.T) {
 // accepted for fhir_r4, and an IPS of a record with a Patient is accepted.
 func TestIPSWithoutPatientRefused(t *testing.T) {
 	const practitioner = `{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:0b5f2b4e-7d1c-4c3a-9a57-2b8f0c1d2e3f","resource":{"resourceType":"Practitioner","id":"pr1","name":[{"family":"Who"}]}}]}`
-	inputs := []string{practitioner}
-	if b, err := os.ReadFile("/work/shared/testdata/synthea/practitionerInformation1559319163815.json"); err == nil {
-		inputs = append(inputs, string(b))
-	}
+	inputs := []string{practitioner, string(corpus.Read(t, corpus.Practitioners))}
 	h := newHarness(t, func(c *server.Config) { c.Pipeline = server.FHIRPipeline{} })
 	// processOnly (server_test.go) hides the pipeline's checks: what the
 	// worker alone decides.

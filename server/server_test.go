@@ -682,6 +682,7 @@ func TestFetchErrorCodes(t *testing.T) {
 		{&portal.Error{Kind: portal.ErrAuthFailed, Detail: "portal said no to alice-77 / hunter2-xyz"}, acds.ProblemPortalAuthFailed},
 		{fmt.Errorf("wrapped: %w", &portal.Error{Kind: portal.ErrRecordNotFound, Detail: "no Patient/1"}), acds.ProblemRecordNotFound},
 		{fmt.Errorf("guard: %w", portal.ErrForbidden), acds.ProblemForbiddenPortal},
+		{&portal.Error{Kind: portal.ErrUnsupported, Detail: "grant_types_supported lacks password"}, acds.ProblemPortalUnsupported},
 		{errors.New("connection reset"), acds.ProblemPortalUnavailable},
 	} {
 		h := newHarness(t, func(c *server.Config) { c.Fetcher = &servertest.Fetcher{Err: tc.err} })

@@ -11,12 +11,12 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation/disclosure"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // BenchmarkVerifyDisclosure measures, in one run, verifying a disclosure
-// of three entries of a ~1 MB record (the shared Synthea record Vida
-// Schultz processed by package fhir; a synthetic record of the same size
-// when the shared data is absent) against verifying the full bundle with
+// of three entries of a record (the largest Synthea record of the corpus,
+// processed by package fhir) against verifying the full bundle with
 // that output (VerifyOutput: the bundle and the output's digest). Both
 // verifiers have the enclave's evidence in their cache, as for any output
 // after the first. "ratio" is disclosure/full (goal ≤ 1.0), the median
@@ -24,25 +24,15 @@ import (
 // of the totals.
 func BenchmarkVerifyDisclosure(b *testing.B) {
 	f := getFixture(b)
-	var output []byte
-	if in, err := os.ReadFile("/work/shared/testdata/synthea/Vida_Schultz_440ffe72-a553-4ade-9f76-55a6bbd208a9.json"); err == nil {
-		out, err := fhir.Process(in, fhir.Options{Format: acds.OutputFHIRR4, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		output = out.JSON
-	} else {
-		var buf bytes.Buffer
-		buf.WriteString(`{"entry":[`)
-		for i := range 1000 {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			buf.WriteString(`{"fullUrl":"https://acds.invalid/fhir/Observation/o","resource":{"resourceType":"Observation","id":"o","note":[{"text":"` + string(bytes.Repeat([]byte("x"), 1000)) + `"}]}}`)
-		}
-		buf.WriteString(`],"resourceType":"Bundle","type":"collection"}`)
-		output = buf.Bytes()
+	in, err := os.ReadFile(corpus.Largest(b, corpus.Synthea))
+	if err != nil {
+		b.Fatal(err)
 	}
+	out, err := fhir.Process(in, fhir.Options{Format: acds.OutputFHIRR4, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	output := out.JSON
 	key := bytes.Repeat([]byte{4}, disclosure.KeySize)
 	bundle := f.committed(b, output, key)
 	entries, _ := disclosure.Entries(output)

@@ -12,32 +12,26 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation/disclosure"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
-// benchOutput is a normalised record of about 1 MB and its entries as the
-// encoder reports them: the shared Synthea record Vida Schultz (2.2 MB of
-// input, about 1 MB of output) processed by package fhir, or, when the
-// shared test data is absent, a synthetic output of 4000 entries split by
-// Entries.
+// benchOutput is a normalised record and its entries as the encoder
+// reports them: the largest Synthea record the repository carries (0.9 MB
+// of input) processed by package fhir.
 func benchOutput(b *testing.B) ([]byte, [][]byte) {
 	b.Helper()
-	in, err := os.ReadFile("/work/shared/testdata/synthea/Vida_Schultz_440ffe72-a553-4ade-9f76-55a6bbd208a9.json")
-	if err == nil {
-		out, err := fhir.Process(in, fhir.Options{Format: acds.OutputFHIRR4, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return out.JSON, out.Entries
-	}
-	out := output(4000)
-	entries, err := disclosure.Entries(out)
+	in, err := os.ReadFile(corpus.Largest(b, corpus.Synthea))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return out, entries
+	out, err := fhir.Process(in, fhir.Options{Format: acds.OutputFHIRR4, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out.JSON, out.Entries
 }
 
-// BenchmarkCommit measures, in one run, on the same ~1 MB output and in
+// BenchmarkCommit measures, in one run, on the same output (about 0.4 MB) and in
 // the CPU time of the benchmark's thread (wall time when that is not
 // available), so that other processes on the machine do not skew the
 // ratios:

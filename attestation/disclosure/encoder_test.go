@@ -11,17 +11,16 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation/disclosure"
 	"github.com/acds-project/acds/fhir"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // The server commits to the entries package fhir's encoder reports
 // (fhir.Output.Entries); `acds disclose` and the verifier find them with
 // Entries. For the commitment to verify, both must be the same bytes: this
-// checks it for every Bundle format on every shared record, and on the
-// record of this package's testdata when the shared records are absent.
+// checks it for every Bundle format on every Synthea and Inferno record of
+// the repository's corpus and on the record of this package's testdata.
 func TestEncoderEntriesAreEntries(t *testing.T) {
-	files, _ := filepath.Glob("/work/shared/testdata/synthea/*.json")
-	inferno, _ := filepath.Glob("/work/shared/testdata/inferno/*.json")
-	files = append(append(files, inferno...), "testdata/record.json")
+	files := append(corpus.JSON(t, corpus.Synthea, corpus.Inferno), "testdata/record.json")
 	formats := []string{acds.OutputFHIRR4, acds.OutputFHIRR4Deidentified, acds.OutputFHIRR4IPS}
 	checked := 0
 	for _, f := range files {
@@ -33,7 +32,7 @@ func TestEncoderEntriesAreEntries(t *testing.T) {
 			out, err := fhir.Process(in, fhir.Options{Format: format, Now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 				DeidentKey: bytes.Repeat([]byte{3}, 32)})
 			if err != nil {
-				continue // not every shared file is a record every format accepts
+				continue // not every file is a record every format accepts
 			}
 			name := fmt.Sprintf("%s as %s", filepath.Base(f), format)
 			want, err := disclosure.Entries(out.JSON)

@@ -42,7 +42,10 @@ func runPortal(ctx context.Context, e env) int {
 	flags.DurationVar(&f.Slow, "slow", 0, "fault: delay every FHIR answer by this long")
 	flags.BoolVar(&f.TruncatePages, "truncate-pages", false, "fault: cut every search page in half")
 	flags.BoolVar(&f.NoEverything, "no-everything", false, "fault: no Patient/$everything (clients must fall back to searches)")
-	setUsage(flags, help{usage: []string{"acds portal [--addr HOST:PORT] [--ca-out FILE] [--patients N] [--seed N] [fault flags]"},
+	var pages demoportal.Pages
+	flags.StringVar(&pages.Style, "login-style", "", "draw the SMART login and consent pages as `PROVIDER` does: oidc-provider or dex (default: the demo's own)")
+	flags.BoolVar(&pages.Chooser, "chooser", false, "put a sign-in chooser (several identity providers, one password login) before the login")
+	setUsage(flags, help{usage: []string{"acds portal [--addr HOST:PORT] [--ca-out FILE] [--patients N] [--seed N] [--login-style PROVIDER] [--chooser] [fault flags]"},
 		about: `
 Runs the demo clinical portal over HTTPS: a FHIR R4 server with synthetic
 patients, HTTP Basic, SMART password and SMART form logins, for trying
@@ -63,13 +66,17 @@ make it misbehave, for testing clients.`,
 		fmt.Fprintf(e.stderr, "acds portal: --patients %d out of range 1..10000\n", *patients)
 		return 2
 	}
+	if s := pages.Style; s != demoportal.StyleDemo && s != demoportal.StyleOIDCProvider && s != demoportal.StyleDex {
+		fmt.Fprintf(e.stderr, "acds portal: --login-style %q: want %s or %s\n", s, demoportal.StyleOIDCProvider, demoportal.StyleDex)
+		return 2
+	}
 	var extra []string
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			extra = append(extra, h)
 		}
 	}
-	d, err := demoportal.New(demoportal.Options{Seed: *seed, Patients: *patients, Hosts: extra, Failures: f})
+	d, err := demoportal.New(demoportal.Options{Seed: *seed, Patients: *patients, Hosts: extra, Failures: f, Pages: pages})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "acds portal: %v\n", err)
 		return 1

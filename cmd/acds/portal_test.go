@@ -114,8 +114,26 @@ func TestPortalCommandFaultFlags(t *testing.T) {
 	}
 }
 
+// TestPortalCommandLoginStyle: --login-style and --chooser draw the
+// login as another provider does, which smart-form signs in through.
+func TestPortalCommandLoginStyle(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	_, base, stop := startPortalCmd(t, "--addr", "127.0.0.1:0", "--ca-out", ca, "--patients", "1", "--login-style", "dex", "--chooser")
+	defer stop()
+	pemBytes, _ := os.ReadFile(ca)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pemBytes)
+	hc := &http.Client{Transport: portal.Guard{AllowPrivate: true}.Transport(&tls.Config{RootCAs: roots})}
+	rec, err := (&portal.Connector{Guard: portal.Guard{AllowPrivate: true}}).Fetch(context.Background(), hc, portal.Request{
+		SystemType: acds.SystemSMARTForm, PortalURL: base,
+		Credentials: portal.Credentials{Username: demoportal.Username, Password: demoportal.Password}})
+	if err != nil || rec.Resources < 10 {
+		t.Fatalf("smart-form through the Dex-style chooser and pages: %v", err)
+	}
+}
+
 func TestPortalCommandUsage(t *testing.T) {
-	for _, args := range [][]string{{"--patients", "0"}, {"--nope"}, {"extra"}, {"--seed", "-1"}} {
+	for _, args := range [][]string{{"--patients", "0"}, {"--nope"}, {"extra"}, {"--seed", "-1"}, {"--login-style", "keycloak"}} {
 		var stderr bytes.Buffer
 		if code := runPortal(context.Background(), env{args: args, stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }}); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)

@@ -96,7 +96,10 @@ use, per portal origin (other origins use the demo portal's public client):
     "privateKeyFile": "keys/portal-example.pem", "keyId": "2026-01"}]
 origin, clientId and redirectUri are required. privateKeyFile (PEM; ECDSA P-256,
 P-384 or RSA >= 2048 bits; mode 0600; relative to the file) selects private_key_jwt
-client authentication. The file is checked at start; keys are never logged.`,
+client authentication; clientSecretFile (the secret; mode 0600; relative to the file)
+client_secret_basic or client_secret_post, as the portal lists them or
+tokenEndpointAuthMethod names. The file is checked at start; keys and secrets are
+never logged.`,
 		exit: "0 after a clean drain, 1 runtime failure, 2 bad flags."})
 	args, err := parseArgs(fs, e.args, e.stdout)
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // benchExpressions are typical queries over a patient's record: an
@@ -24,15 +24,7 @@ var benchExpressions = []struct{ name, expr string }{
 }
 
 func loadSynthea(b testing.TB) ([]byte, *r4.Bundle) {
-	root := repoRoot(b)
-	files, _ := filepath.Glob(filepath.Join(root, "..", "shared", "testdata", "synthea", "Mary_Lind_*.json"))
-	if len(files) == 0 {
-		b.Skip("Synthea bundles not present (../shared/testdata/synthea)")
-	}
-	data, err := os.ReadFile(files[0])
-	if err != nil {
-		b.Skip(err)
-	}
+	data := corpus.Read(b, corpus.MaryLind)
 	r, err := r4.Unmarshal(data)
 	if err != nil {
 		b.Fatal(err)

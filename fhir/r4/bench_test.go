@@ -3,16 +3,16 @@ package r4_test
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 func syntheaBundles(b *testing.B) [][]byte {
-	files := jsonFiles(b, filepath.Join(repoRoot(b), "..", "shared", "testdata", "synthea"))
+	files := corpus.JSON(b, corpus.Synthea)
 	var out [][]byte
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -112,7 +112,7 @@ func TestPeakHeapBound(t *testing.T) {
 }
 
 func largestSynthea(tb testing.TB) []byte {
-	files := jsonFiles(tb, filepath.Join(repoRoot(tb), "..", "shared", "testdata", "synthea"))
+	files := corpus.JSON(tb, corpus.Synthea)
 	var largest []byte
 	for _, f := range files {
 		data, err := os.ReadFile(f)

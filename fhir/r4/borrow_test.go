@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // decodeOutcome is what a decoding gave, to compare two decodings.
@@ -19,17 +20,10 @@ func decodeOutcome(opts r4.Options, data []byte) (r4.Resource, string) {
 
 // A borrowing decoder (Options.Borrow) decodes every input to the same
 // model with the same errors as one that copies, and stops at the same
-// inputs under a model memory limit: the shared Synthea, Inferno and HL7
+// inputs under a model memory limit: the corpus's Synthea, Inferno and HL7
 // validator inputs, and strings with escapes.
 func TestBorrowDecodesAlike(t *testing.T) {
-	var files []string
-	for _, dir := range []string{"synthea", "inferno", "fhir-validator-cases"} {
-		f, _ := filepath.Glob(filepath.Join(repoRoot(t), "..", "shared", "testdata", dir, "*.json"))
-		files = append(files, f...)
-	}
-	if len(files) == 0 {
-		t.Skip("no shared test data")
-	}
+	files := corpus.JSON(t, corpus.Synthea, corpus.Inferno, corpus.ValidatorCases)
 	inputs := map[string][]byte{
 		"escapes": []byte(`{"resourceType":"Patient","id":"e","name":[{"family":"O\u0027Brien \"Jr\"","given":["Zoë","\ud83d\ude00"]}]}`),
 		"broken":  []byte(`{"resourceType":"Patient","id":"b","gender":"female","name":[{"family":12}],"birthDate":"1970-13-01"}`),

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // checkBundleEntries checks AppendCanonicalBundle on the Bundle data
@@ -70,18 +71,13 @@ func TestAppendCanonicalBundleEntries(t *testing.T) {
 		checkBundleEntries(t, name, []byte(data), false)
 		checkBundleEntries(t, name+" with empty entries", []byte(data), true)
 	}
-	var files []string
-	for _, dir := range []string{"synthea", "inferno"} {
-		f, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "testdata", dir, "*.json"))
-		files = append(files, f...)
-	}
-	for _, f := range files {
+	for _, f := range corpus.JSON(t, corpus.Synthea, corpus.Inferno) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r4.Unmarshal(data); err != nil {
-			continue // not every shared file decodes; those that do are checked
+			continue // not every file decodes; those that do are checked
 		}
 		checkBundleEntries(t, filepath.Base(f), data, false)
 	}

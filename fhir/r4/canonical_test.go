@@ -15,6 +15,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // referenceCanonical is the test oracle: an independent canonicaliser built
@@ -187,11 +188,11 @@ func TestCanonicalOfficialExamples(t *testing.T) {
 	t.Logf("%d of %d resource files canonicalise byte for byte as the reference (%d non-resource files skipped)", n-len(failures), n, meta)
 }
 
-// TestCanonicalSharedData does the same for every JSON file under
-// ../shared/testdata that r4.Unmarshal decodes (Synthea, Inferno US Core and
+// TestCanonicalSharedData does the same for every JSON file of the corpus
+// in testdata/ that r4.Unmarshal decodes (Synthea, Inferno US Core and
 // Blue Button bundles, the validator cases that are R4 resources).
 func TestCanonicalSharedData(t *testing.T) {
-	root := filepath.Join(repoRoot(t), "..", "shared", "testdata")
+	root := corpus.Root(t)
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".json") {
@@ -200,7 +201,7 @@ func TestCanonicalSharedData(t *testing.T) {
 		return err
 	})
 	if err != nil || len(files) == 0 {
-		t.Skipf("no shared test data in %s: %v", root, err)
+		t.Fatalf("no test data in %s: %v", root, err)
 	}
 	sort.Strings(files)
 	n, skipped := 0, 0
@@ -221,9 +222,9 @@ func TestCanonicalSharedData(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Fatal("no shared file decodes")
+		t.Fatal("no corpus file decodes")
 	}
-	t.Logf("%d shared files canonicalise byte for byte as the reference (%d do not decode as R4 and were skipped)", n, skipped)
+	t.Logf("%d corpus files canonicalise byte for byte as the reference (%d do not decode as R4 and were skipped)", n, skipped)
 }
 
 func mustCanonical(t *testing.T, r r4.Resource) string {

@@ -6,26 +6,20 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // TestAppendNamed checks the generated appendNamed and appendAll (and
 // AppendAllChildren) against the walker, restricted to the same name, for
-// every element of the official examples and the Synthea bundles: for
+// every element of the official examples (when fetched) and the Synthea
+// bundles: for
 // every child name, every choice base name (value for valueQuantity), with
 // and without choice, and a name no type has. The definition bundles
 // (above 512 KB) are left to -r4.all.
 func TestAppendNamed(t *testing.T) {
-	var files []string
-	for _, dir := range []string{
-		filepath.Join("..", "..", ".fhir-defs", "package"),
-		filepath.Join("..", "..", "..", "shared", "testdata", "synthea"),
-	} {
-		f, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		files = append(files, f...)
-	}
-	if len(files) == 0 {
-		t.Skip("no examples (scripts/fetch-fhir-defs.sh) and no ../shared/testdata/synthea")
-	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", ".fhir-defs", "package", "*.json"))
+	files = append(files, corpus.JSON(t, corpus.Synthea)...)
 	checked, elements := 0, 0
 	for _, f := range files {
 		if fi, err := os.Stat(f); err != nil || fi.Size() > 512<<10 && !allFlag() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // classes names the error classes in test expectations.
@@ -394,13 +395,13 @@ func TestDecodeMatchesUnmarshalOfficial(t *testing.T) {
 	compareFiles(t, files)
 }
 
-// TestDecodeMatchesUnmarshalShared runs Decode and Unmarshal on the shared
+// TestDecodeMatchesUnmarshalShared runs Decode and Unmarshal on the corpus's
 // Synthea and Inferno bundles and the reference validator's cases (many of
 // which Unmarshal rejects).
 func TestDecodeMatchesUnmarshalShared(t *testing.T) {
-	for _, dir := range []string{"synthea", "inferno", "fhir-validator-cases"} {
+	for _, dir := range []string{corpus.Synthea, corpus.Inferno, corpus.ValidatorCases} {
 		t.Run(dir, func(t *testing.T) {
-			compareFiles(t, jsonFiles(t, filepath.Join(repoRoot(t), "..", "shared", "testdata", dir)))
+			compareFiles(t, corpus.JSON(t, dir))
 		})
 	}
 }

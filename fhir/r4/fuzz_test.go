@@ -4,37 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 // FuzzUnmarshal checks that decoding never panics, that every failure is a
 // *DecodeError with a class, and that whatever decodes re-encodes to valid
 // JSON that decodes again to the same encoding. The committed corpus in
-// testdata/fuzz/FuzzUnmarshal holds small official examples; resources from
-// the shared Synthea data are added when it is present.
+// testdata/fuzz/FuzzUnmarshal holds small official examples; every 25th resource of
+// a Synthea bundle of the corpus is added.
 func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte(`{"resourceType":"Patient","name":[{"given":["a",null],"_given":[null,{"extension":[{"url":"u","valueDecimal":1.50}]}]}]}`))
 	f.Add([]byte(`{"resourceType":"Bundle","type":"collection","entry":[{"resource":{"resourceType":"Basic","code":{"text":"\u00e9\ud83d\ude00"}}}]}`))
 	f.Add([]byte(`{"resourceType":"Condition","clinicalStatus":"active","subject":{"reference":"Patient/1"}}`)) // STU3
 	f.Add([]byte(`{"resourceType":"MedicationOrder","patient":{"reference":"Patient/1"}}`))                     // DSTU2
-	if files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "testdata", "synthea", "*.json")); len(files) > 0 {
-		if data, err := os.ReadFile(files[0]); err == nil {
-			var b struct {
-				Entry []struct {
-					Resource json.RawMessage `json:"resource"`
-				} `json:"entry"`
-			}
-			if json.Unmarshal(data, &b) == nil {
-				for i, e := range b.Entry {
-					if i%25 == 0 {
-						f.Add([]byte(e.Resource))
-					}
-				}
-			}
+	var b struct {
+		Entry []struct {
+			Resource json.RawMessage `json:"resource"`
+		} `json:"entry"`
+	}
+	if err := json.Unmarshal(corpus.Read(f, corpus.MaryLind), &b); err != nil {
+		f.Fatal(err)
+	}
+	for i, e := range b.Entry {
+		if i%25 == 0 {
+			f.Add([]byte(e.Resource))
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds/fhir/r4"
+	"github.com/acds-project/acds/internal/testrig/corpus"
 )
 
 var allExamples = flag.Bool("r4.all", false, "also round-trip the definition bundles over 4 MB (about 100 MB whose resources are also shipped as single files); CI sets it")
@@ -180,24 +181,21 @@ func TestRoundTripOfficialExamples(t *testing.T) {
 
 // TestRoundTripSharedBundles round-trips the Synthea and Inferno bundles.
 func TestRoundTripSharedBundles(t *testing.T) {
-	for _, dir := range []string{"synthea", "inferno"} {
+	for _, dir := range []string{corpus.Synthea, corpus.Inferno} {
 		t.Run(dir, func(t *testing.T) {
-			files := jsonFiles(t, filepath.Join(repoRoot(t), "..", "shared", "testdata", dir))
+			files := corpus.JSON(t, dir)
 			checkRoundTrips(t, files, nil)
 		})
 	}
 }
 
 // TestValidatorCasesDecode checks decoding against the HL7 reference
-// validator's verdicts (../shared/testdata/fhir-validator-cases): every case
+// validator's verdicts (the corpus's fhir-validator-cases): every case
 // it finds free of errors decodes and round-trips, and a decode failure only
 // happens on a case where it reports errors.
 func TestValidatorCasesDecode(t *testing.T) {
-	dir := filepath.Join(repoRoot(t), "..", "shared", "testdata", "fhir-validator-cases")
-	raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		t.Skipf("validator cases absent: %v", err)
-	}
+	raw := corpus.Read(t, corpus.ValidatorIndex)
+	dir := filepath.Dir(corpus.Path(t, corpus.ValidatorIndex))
 	var cases []struct {
 		File           string `json:"file"`
 		ExpectedErrors int    `json:"expectedErrors"`

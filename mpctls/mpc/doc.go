@@ -58,9 +58,10 @@
 //
 // # Constructions
 //
-//   - Garbling: half-gates with free-XOR (Zahur–Rosulek–Evans 2015), the
-//     tweakable circular correlation-robust hash π(π(x)⊕i)⊕π(x) over
-//     fixed-key AES (Guo–Katz–Wang–Yu 2020); P garbles, N evaluates.
+//   - Garbling: three-halves garbling with free-XOR (Rosulek–Roy 2021),
+//     1.5κ + 5 bits per AND gate, over the tweakable circular
+//     correlation-robust hash π(π(x)⊕i)⊕π(x) of fixed-key AES
+//     (Guo–Katz–Wang–Yu 2020); P garbles, N evaluates.
 //   - Base OT: Masny–Rindal endemic OT over P-256 (CCS 2019).
 //   - OT extension: IKNP correlated OT with the KOS consistency check
 //     (Ishai–Kilian–Nissim–Petrank 2003; Keller–Orsini–Scholl 2015), in
@@ -71,12 +72,26 @@
 //     same calls privacy-free (one ciphertext per AND; Frederiksen–
 //     Nielsen–Orlandi 2015, ZRE15 §5), P evaluates them at Finalize on
 //     N's revealed inputs and commits to the output labels before N opens
-//     its garbling and OTs. P's upload is one half-gates garbling; the
-//     proof travels from N to P.
+//     its garbling and OTs. P's upload is one garbling; the proof
+//     travels from N to P.
 //   - ECDH to field shares (ECtF) over P-256: A2M and M2A share conversion
 //     (DECO, Zhang et al. 2020; TLSNotary) with Gilboa's OT-based
 //     multiplication (1999), constant-time field arithmetic (bigmod) and
 //     points (nistec); N's part is opened and replayed by P at Finalize.
+//
+// # Security in short
+//
+// Against a deviating prover: if Finalize succeeds on the notary, every
+// value opened during the session is the circuits' output on the
+// notary's inputs and on inputs the prover fixed when it assigned them.
+// Before that, such a prover may have learnt the notary's (ephemeral)
+// inputs; so the notary signs only after Finalize. Against a deviating
+// notary: it learns nothing of the prover's inputs beyond what is opened
+// to it; values opened to the prover are authentic at once; everything
+// else the notary sent is checked at Finalize by checks that do not
+// depend on the prover's inputs. The engine checks what it can see: it
+// cannot check that the prover's inputs are the "right" ones (the TLS
+// handshake checks the ECDH share), and it does not encrypt its stream.
 //
 // What each step assumes and leaks, and the tests behind each claim, are
 // in docs/mpc-tls.md ("The two-party computation engine").

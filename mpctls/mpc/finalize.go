@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"io"
+	"sync"
 
 	"filippo.io/nistec"
 
@@ -47,6 +48,7 @@ func (s *Session) Finalize(ctx context.Context) error {
 		return s.fail(err)
 	}
 	s.ended = true
+	s.stopWorker()
 	s.t.close()
 	return nil
 }
@@ -123,7 +125,11 @@ func (s *Session) finalizeNotary(ctx context.Context) error {
 	var want []garble.Label
 	for _, d := range s.decodes {
 		for i, w := range d.bits {
-			want = append(want, s.bits[w].b0.Select(b2u(d.values[i]), s.deltaB))
+			l, err := s.zeroLabel(w)
+			if err != nil {
+				return err
+			}
+			want = append(want, l.Select(b2u(d.values[i]), s.deltaB))
 		}
 	}
 	h := s.digest("final proof labels", putLabels(nil, want))
@@ -199,7 +205,7 @@ func (s *Session) finalizeProver(ctx context.Context) error {
 	// Every check below depends only on what the notary sent and opened,
 	// never on the prover's inputs: a failure tells the notary nothing it
 	// did not know.
-	if err := s.verifyNotary(open, r); err != nil {
+	if err := s.verifyNotary(open, r, labels, values); err != nil {
 		return err
 	}
 	if err := s.send(tFinalProof, append(nonce[:], h[:]...)); err != nil {
@@ -243,9 +249,12 @@ func (s *Session) proveAll(ctx context.Context, nLabels []garble.Label) ([]garbl
 			in := s.inputs[b.src]
 			i := w - int(in.bits[0])
 			values[w] = in.value[i]
-			if in.owner == Prover {
+			switch {
+			case in.owner == Prover && in.random:
+				labels[w] = garble.Label(s.poolB.t[in.cot+i])
+			case in.owner == Prover:
 				labels[w] = garble.Label(s.poolB.t[in.cot+i]).Xor(in.corr[i])
-			} else {
+			default:
 				labels[w] = nLabels[pos[b.src]+i]
 			}
 		case fromXor:
@@ -261,7 +270,8 @@ func (s *Session) proveAll(ctx context.Context, nLabels []garble.Label) ([]garbl
 			for i, a := range cl.args {
 				in[i], iv[i] = labels[a], values[a]
 			}
-			outs, vals, err := pe.Evaluate(cl.c, cl.base, in, iv, cl.tables)
+			cl.hashes = make([]garble.Label, cl.c.ANDs())
+			outs, vals, err := pe.Evaluate(cl.c, cl.base, in, iv, cl.tables, cl.hashes)
 			if err != nil {
 				return nil, nil, protocolErr(err)
 			}
@@ -278,7 +288,7 @@ func (s *Session) proveAll(ctx context.Context, nLabels []garble.Label) ([]garbl
 // verifyNotary checks the notary's opening: Δ_B bound by the base-OT
 // seeds, its GB input labels and OT corrections, its garbling of every
 // call, and its ECDH part.
-func (s *Session) verifyNotary(open []byte, r finalReveal) error {
+func (s *Session) verifyNotary(open []byte, r finalReveal, labels []garble.Label, values []bool) error {
 	deltaB := garble.LabelOf(open[:16])
 	var seed [16]byte
 	copy(seed[:], open[16:32])
@@ -304,12 +314,16 @@ func (s *Session) verifyNotary(open []byte, r finalReveal) error {
 	for _, in := range s.inputs {
 		for i, w := range in.bits {
 			zero[w] = gbInputLabel(lb, in.first+i)
-			if in.owner == Prover {
+			switch {
+			case in.owner == Prover && in.random:
+				// The zero label is the OT's q = t ⊕ r·Δ_B.
+				zero[w] = garble.Label(s.poolB.t[in.cot+i]).Select(b2u(s.poolB.r[in.cot+i]), deltaB)
+			case in.owner == Prover:
 				q := garble.Label(s.poolB.t[in.cot+i]).Select(b2u(s.poolB.r[in.cot+i]), deltaB)
 				if in.corr[i] != zero[w].Xor(q).Select(b2u(in.flips[i]), deltaB) {
 					return fmt.Errorf("%w: an OT correction of the notary's is not the protocol's", ErrCheat)
 				}
-			} else {
+			default:
 				if r.gbLabel[nk] != zero[w].Select(b2u(in.value[i]), deltaB) {
 					return fmt.Errorf("%w: a proof input label of the notary's is not the protocol's", ErrCheat)
 				}
@@ -317,33 +331,38 @@ func (s *Session) verifyNotary(open []byte, r finalReveal) error {
 			}
 		}
 	}
-	g := garble.NewProofGarbler(s.hash, deltaB)
-	for w := range s.bits {
-		b := &s.bits[w]
-		switch b.kind {
-		case fromXor:
-			zero[w] = zero[b.x].Xor(zero[b.y])
-		case fromCall:
-			cl := s.calls[b.src]
-			if uint32(w) != cl.first {
-				continue
-			}
-			in := make([]garble.Label, len(cl.args))
-			for i, a := range cl.args {
-				in[i] = zero[a]
-			}
-			outs, tables, err := g.Garble(cl.c, cl.base, in, make([]byte, 0, len(cl.tables)))
-			if err != nil {
-				return err
-			}
-			if subtle.ConstantTimeCompare(tables, cl.tables) != 1 {
-				return fmt.Errorf("%w: the notary's proof garbling of call %d is not the circuit's", ErrCheat, b.src)
-			}
-			for gi := range outs {
-				for i, o := range cl.outs[gi] {
-					zero[o] = outs[gi][i]
+	// Every table, checked from the evaluation's labels and values. With
+	// the input labels verified above, the first call whose tables are not
+	// N's honest garbling fails whatever P's inputs are, so the outcome —
+	// some call failed or none did — depends only on N's view, even though
+	// the calls are checked two at a time and a later call's check may see
+	// labels an earlier bad call spoilt.
+	errs := make([]error, len(s.calls))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				cl := s.calls[k]
+				in := make([]garble.Label, len(cl.args))
+				iv := make([]bool, len(cl.args))
+				for i, a := range cl.args {
+					in[i], iv[i] = labels[a], values[a]
 				}
+				errs[k] = garble.CheckProof(s.hash, cl.c, cl.base, deltaB, in, iv, cl.tables, cl.hashes)
 			}
+		}()
+	}
+	for k := range s.calls {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			return fmt.Errorf("%w: the notary's proof garbling of call %d is not the circuit's", ErrCheat, k)
 		}
 	}
 	if s.kx != nil {

@@ -58,8 +58,9 @@ type Config struct {
 	// ErrTimeout. Zero means 30 seconds.
 	IdleTimeout time.Duration
 	// MaxANDs bounds the AND gates of all calls of the session; it also
-	// bounds memory (the notary holds 32 bytes and the prover 16 per AND
-	// until they are used). Zero means 4,194,304.
+	// bounds memory (the notary holds about 25 bytes of garbled tables
+	// per AND until it evaluates them, the prover 16 bytes of the proof's
+	// and 16 of its hashes until Finalize). Zero means 4,194,304.
 	MaxANDs int
 	// MaxInputBits bounds the input bits of the session. Zero means
 	// 1,048,576.
@@ -121,8 +122,8 @@ type Session struct {
 
 	// The GA execution: P garbles under deltaA, N evaluates.
 	deltaA garble.Label
-	gaG    *garble.Garbler
-	gaE    *garble.Evaluator
+	gaG    *garble.ThreeHalvesGarbler
+	gaE    *garble.ThreeHalvesEvaluator
 	// The GB execution (the proof): N garbles privacy-free under deltaB
 	// with input labels from seedB; P evaluates at Finalize.
 	deltaB garble.Label
@@ -154,6 +155,13 @@ type Session struct {
 	addMod   *circuit.Circuit
 	kx       *keyExchange
 	cheat    *cheats // nil outside tests
+
+	// The garbling worker: P's execution-A garbling and N's proof
+	// garbling run there, so that Call returns at once and garbling
+	// overlaps the rest of the session.
+	garbleq    chan *call
+	workerDone chan struct{}
+	stopped    bool
 }
 
 // cheats makes a party deviate, for the tests that show each deviation
@@ -207,6 +215,7 @@ type input struct {
 	bits     []uint32
 	assigned bool
 	value    []bool // the owner's bits (P learns N's at Finalize)
+	random   bool   // a mask: its value is the owner's OT choices
 	first    int    // the input's first global input-bit number
 	cot      int    // the first correlated OT of its instance
 	flips    []bool // the derandomized choices
@@ -214,15 +223,33 @@ type input struct {
 }
 
 type call struct {
-	c      *circuit.Circuit
-	base   uint64
-	args   []uint32
-	outs   [][]uint32
-	tables []byte // N: GA tables until evaluated; P: GB tables once read
-	read   bool
-	done   bool   // N: evaluated
-	ready  bool   // every argument is available
-	first  uint32 // the first output bit
+	c         *circuit.Circuit
+	base      uint64
+	args      []uint32
+	outs      [][]uint32
+	tables    []byte         // N: GA tables until evaluated; P: GB tables once read
+	hashes    []garble.Label // P: the proof evaluation's hash per AND gate
+	read      bool
+	evaluated bool   // N: evaluated
+	ready     bool   // every argument is available
+	first     uint32 // the first output bit
+	index     int
+
+	// Garbling runs on the session's worker, call after call: src says
+	// where each argument's zero label comes from; zero and werr are its
+	// results, valid once done is closed.
+	src  []labelSource
+	zero [][]garble.Label
+	werr error
+	done chan struct{}
+}
+
+// labelSource is an argument's zero label for the worker: a label known
+// when the call was made, or output (g, i) of an earlier call.
+type labelSource struct {
+	label garble.Label
+	from  *call
+	g, i  int
 }
 
 type decoding struct {
@@ -299,6 +326,7 @@ func (s *Session) fail(err error) error {
 		s.t.abort(fmt.Sprintf("%s failed: %v", s.role, classOf(err)))
 		<-s.t.readerEnd
 	}
+	s.stopWorker()
 	return err
 }
 
@@ -327,16 +355,35 @@ func (s *Session) live() error {
 // Close ends the session and closes the connection. It does not finalize:
 // a notary signs nothing for a session that did not Finalize.
 func (s *Session) Close() error {
-	if s.t == nil || s.ended {
+	if s.t == nil {
 		return nil
 	}
-	s.ended = true
-	if s.err == nil {
-		s.t.close()
+	if !s.ended {
+		s.ended = true
+		s.stopWorker()
+		if s.err == nil {
+			s.t.close()
+		}
 	}
+	s.wipe()
+	return nil
+}
+
+// wipe zeroes the session's secrets it holds itself — the offsets, the
+// proof's label seed, the ECDHE scalar, the correlated OTs — and drops
+// the garblers, once no goroutine uses them.
+func (s *Session) wipe() {
 	wipeLabel(&s.deltaA)
 	wipeLabel(&s.deltaB)
-	return nil
+	clear(s.seedB[:])
+	for _, p := range []*cotPool{&s.poolA, &s.poolB} {
+		clear(p.q)
+		clear(p.t)
+	}
+	if s.kx != nil {
+		clear(s.kx.scalar)
+	}
+	s.gaG, s.gbG, s.labelB = nil, nil, nil
 }
 
 func wipeLabel(l *garble.Label) { *l = garble.Label{} }
@@ -494,7 +541,7 @@ func (s *Session) setup(ctx context.Context) error {
 		s.deltaA = delta
 		s.otAS, s.otBR = sender, receiver
 		s.basePairsB = pairs
-		if s.gaG, err = garble.NewGarbler(s.hash, delta); err != nil {
+		if s.gaG, err = garble.NewThreeHalvesGarbler(s.hash, delta, s.rand); err != nil {
 			return err
 		}
 	} else {
@@ -508,9 +555,72 @@ func (s *Session) setup(ctx context.Context) error {
 			return err
 		}
 		s.gbG = garble.NewProofGarbler(s.hash, delta)
-		s.gaE = garble.NewEvaluator(s.hash)
+		s.gaE = garble.NewThreeHalvesEvaluator(s.hash)
 	}
+	s.garbleq = make(chan *call, 1<<16)
+	s.workerDone = make(chan struct{})
+	go s.worker()
 	return s.extend(ctx, true, true)
+}
+
+// worker garbles the calls queued by Call, in order, and queues their
+// tables on the bulk stream.
+func (s *Session) worker() {
+	defer close(s.workerDone)
+	for cl := range s.garbleq {
+		labels := make([]garble.Label, len(cl.src))
+		for i, src := range cl.src {
+			if src.from != nil {
+				labels[i] = src.from.zero[src.g][src.i]
+			} else {
+				labels[i] = src.label
+			}
+		}
+		var tables []byte
+		if s.role == Prover {
+			if s.cheat != nil && s.cheat.garble != nil {
+				s.cheat.garble(cl.index, labels, s.deltaA)
+			}
+			cl.zero, tables, cl.werr = s.gaG.Garble(cl.c, cl.base, labels, make([]byte, 0, garble.ThreeHalvesSize(cl.c.ANDs())))
+		} else {
+			cl.zero, tables, cl.werr = s.gbG.Garble(cl.c, cl.base, labels, make([]byte, 0, garble.PrivacyFreeGateSize*cl.c.ANDs()))
+		}
+		if cl.werr == nil {
+			if s.cheat != nil && s.cheat.tables != nil {
+				s.cheat.tables(cl.index, tables)
+			}
+			cl.werr = s.t.sendBulk(tTables, tables)
+		}
+		close(cl.done)
+	}
+}
+
+// stopWorker ends the garbling worker once it has finished what is queued.
+func (s *Session) stopWorker() {
+	if s.garbleq != nil && !s.stopped {
+		s.stopped = true
+		close(s.garbleq)
+		<-s.workerDone
+	}
+}
+
+// zeroLabel returns this party's zero label of bit w — P's of execution
+// A, N's of the proof — waiting for the garbling of the call that makes
+// it.
+func (s *Session) zeroLabel(w uint32) (garble.Label, error) {
+	b := &s.bits[w]
+	if b.kind == fromCall {
+		cl := s.calls[b.src]
+		<-cl.done
+		if cl.werr != nil {
+			return garble.Label{}, cl.werr
+		}
+		return cl.zero[b.x][b.y], nil
+	}
+	if s.role == Prover {
+		return b.a0, nil
+	}
+	return b.b0, nil
 }
 
 func protocolErr(err error) error { return fmt.Errorf("%w: %v", ErrProtocol, err) }
@@ -816,9 +926,10 @@ func (s *Session) InputValue(ctx context.Context, owner Role, n int, value []byt
 }
 
 // Call computes circuit c on args, whose lengths must add up to c's input
-// groups in order, and returns one Value per output group. The prover
-// garbles and streams the tables at once; the notary evaluates when a
-// value it depends on is opened.
+// groups in order, and returns one Value per output group. It returns at
+// once: each party's worker garbles the call (the prover its execution,
+// the notary the proof) and streams the tables, and the notary evaluates
+// when a value that depends on the call is opened.
 func (s *Session) Call(ctx context.Context, c *circuit.Circuit, args ...Value) ([]Value, error) {
 	if err := s.live(); err != nil {
 		return nil, err
@@ -844,41 +955,26 @@ func (s *Session) Call(ctx context.Context, c *circuit.Circuit, args ...Value) (
 		return nil, fmt.Errorf("%w: more than %d AND gates", ErrLimit, s.cfg.MaxANDs)
 	}
 	k := len(s.calls)
-	cl := &call{c: c, base: s.ands, args: in}
-	s.ands += uint64(c.ANDs())
-	labels := make([]garble.Label, len(in))
+	cl := &call{c: c, base: s.ands, args: in, index: k, done: make(chan struct{})}
+	cl.src = make([]labelSource, len(in))
 	for i, w := range in {
-		if s.role == Prover {
-			labels[i] = s.bits[w].a0
-		} else {
-			labels[i] = s.bits[w].b0
+		b := &s.bits[w]
+		if b.kind == fromCall {
+			cl.src[i] = labelSource{from: s.calls[b.src], g: int(b.x), i: int(b.y)}
+			continue
 		}
-	}
-	var outs [][]garble.Label
-	var tables []byte
-	var err error
-	if s.role == Prover {
-		if s.cheat != nil && s.cheat.garble != nil {
-			s.cheat.garble(k, labels, s.deltaA)
+		l, err := s.zeroLabel(w)
+		if err != nil {
+			return nil, s.fail(err)
 		}
-		outs, tables, err = s.gaG.Garble(c, cl.base, labels, make([]byte, 0, garble.HalfGateSize*c.ANDs()))
-	} else {
-		outs, tables, err = s.gbG.Garble(c, cl.base, labels, make([]byte, 0, garble.PrivacyFreeGateSize*c.ANDs()))
+		cl.src[i] = labelSource{label: l}
 	}
-	if err != nil {
-		return nil, s.fail(err)
-	}
-	cl.outs = make([][]uint32, len(outs))
-	for g, ls := range outs {
-		for _, l := range ls {
-			b := sbit{kind: fromCall, src: int32(k)}
-			if s.role == Prover {
-				b.a0 = l
-			} else {
-				b.b0 = l
-			}
+	s.ands += uint64(c.ANDs())
+	cl.outs = make([][]uint32, len(c.Outputs))
+	for g, grp := range c.Outputs {
+		for i := range grp {
 			cl.outs[g] = append(cl.outs[g], uint32(len(s.bits)))
-			s.bits = append(s.bits, b)
+			s.bits = append(s.bits, sbit{kind: fromCall, src: int32(k), x: uint32(g), y: uint32(i)})
 		}
 	}
 	for _, g := range cl.outs {
@@ -902,12 +998,7 @@ func (s *Session) Call(ctx context.Context, c *circuit.Circuit, args ...Value) (
 		}
 		return nil
 	})
-	if s.cheat != nil && s.cheat.tables != nil {
-		s.cheat.tables(k, tables)
-	}
-	if err := s.t.sendBulk(tTables, tables); err != nil {
-		return nil, s.fail(err)
-	}
+	s.garbleq <- cl
 	vs := make([]Value, len(cl.outs))
 	for g, ws := range cl.outs {
 		vs[g] = Value{s: s, bits: ws}
@@ -938,15 +1029,23 @@ func (s *Session) available(w uint32) bool {
 }
 
 // xor returns a new session bit x ⊕ y (free).
-func (s *Session) xor(x, y uint32) uint32 {
+func (s *Session) xor(x, y uint32) (uint32, error) {
 	b := sbit{kind: fromXor, x: x, y: y}
+	lx, err := s.zeroLabel(x)
+	if err != nil {
+		return 0, err
+	}
+	ly, err := s.zeroLabel(y)
+	if err != nil {
+		return 0, err
+	}
 	if s.role == Prover {
-		b.a0 = s.bits[x].a0.Xor(s.bits[y].a0)
+		b.a0 = lx.Xor(ly)
 	} else {
-		b.b0 = s.bits[x].b0.Xor(s.bits[y].b0)
+		b.b0 = lx.Xor(ly)
 	}
 	s.bits = append(s.bits, b)
-	return uint32(len(s.bits) - 1)
+	return uint32(len(s.bits) - 1), nil
 }
 
 // active returns N's GA active label of bit w, evaluating what it needs.
@@ -990,7 +1089,7 @@ func (s *Session) active(ctx context.Context, w uint32) (garble.Label, error) {
 func (s *Session) evaluate(ctx context.Context, k int) error {
 	for s.nextRead <= k {
 		cl := s.calls[s.nextRead]
-		t, err := s.t.recvBulk(ctx, tTables, garble.HalfGateSize*cl.c.ANDs())
+		t, err := s.t.recvBulk(ctx, tTables, garble.ThreeHalvesSize(cl.c.ANDs()))
 		if err != nil {
 			return err
 		}
@@ -998,7 +1097,7 @@ func (s *Session) evaluate(ctx context.Context, k int) error {
 		s.nextRead++
 	}
 	cl := s.calls[k]
-	if cl.done {
+	if cl.evaluated {
 		return nil
 	}
 	in := make([]garble.Label, len(cl.args))
@@ -1019,30 +1118,73 @@ func (s *Session) evaluate(ctx context.Context, k int) error {
 			b.a, b.have = l, true
 		}
 	}
-	cl.tables, cl.done = nil, true
+	cl.tables, cl.evaluated = nil, true
 	return nil
 }
 
-// mask declares and assigns a random input of owner of n bits.
+// mask declares a random input of owner of n bits whose value is the
+// owner's random choices in n fresh correlated OTs of the instance that
+// carries its inputs, and returns it with its value (on the owner). Such
+// an input costs no choice message: the OT's q_j is the zero label of the
+// other party's execution. Only the prover's execution-A labels travel
+// (it garbles), with no Δ-correction to wait for.
 func (s *Session) mask(ctx context.Context, owner Role, n int) (Value, []byte, error) {
-	var val []byte
-	if owner == s.role {
-		val = make([]byte, (n+7)/8)
-		if _, err := io.ReadFull(s.rand, val); err != nil {
-			return Value{}, nil, err
-		}
-		if n%8 != 0 {
-			val[len(val)-1] &= 0xff << (8 - n%8)
-		}
-	}
 	v, err := s.Input(owner, n)
 	if err != nil {
 		return v, nil, err
 	}
-	if err := s.Assign(ctx, v, val); err != nil {
-		return v, nil, err
+	in := s.inputs[v.input-1]
+	in.assigned, in.random = true, true
+	if err := s.maskInput(ctx, in); err != nil {
+		return v, nil, s.fail(err)
 	}
-	return v, val, nil
+	if owner != s.role {
+		return v, nil, nil
+	}
+	return v, circuit.BytesOf(in.value), nil
+}
+
+func (s *Session) maskInput(ctx context.Context, in *input) error {
+	n := len(in.bits)
+	first, err := s.reserve(ctx, in.owner == Notary, n)
+	if err != nil {
+		return err
+	}
+	in.cot = first
+	switch {
+	case in.owner == Notary && s.role == Notary:
+		in.value = append([]bool(nil), s.poolA.r[first:first+n]...)
+		for i, w := range in.bits {
+			b := &s.bits[w]
+			b.a, b.have = garble.Label(s.poolA.t[first+i]), true
+		}
+	case in.owner == Notary && s.role == Prover:
+		for i, w := range in.bits {
+			s.bits[w].a0 = garble.Label(s.poolA.q[first+i])
+		}
+	case in.owner == Prover && s.role == Prover:
+		in.value = append([]bool(nil), s.poolB.r[first:first+n]...)
+		msg := make([]byte, 0, 16*n)
+		for i, w := range in.bits {
+			msg = putLabels(msg, []garble.Label{s.bits[w].a0.Select(b2u(in.value[i]), s.deltaA)})
+		}
+		return s.send(tMaskLabels, msg)
+	case in.owner == Prover && s.role == Notary:
+		msg, err := s.recv(ctx, tMaskLabels)
+		if err != nil {
+			return err
+		}
+		labels, err := parseLabels(msg, n)
+		if err != nil {
+			return err
+		}
+		for i, w := range in.bits {
+			b := &s.bits[w]
+			b.a, b.have = labels[i], true
+			b.b0 = garble.Label(s.poolB.q[first+i])
+		}
+	}
+	return nil
 }
 
 // Open reveals v to the audience and returns its bytes there (nil on the
@@ -1072,7 +1214,9 @@ func (s *Session) Open(ctx context.Context, v Value, to Audience) ([]byte, error
 			return nil, err
 		}
 		mval = val
-		w = s.xorValues(v, m)
+		if w, err = s.xorValues(v, m); err != nil {
+			return nil, s.fail(err)
+		}
 	}
 	bits, err := s.decode(ctx, w, to == ToNotary)
 	if err != nil {
@@ -1109,7 +1253,14 @@ func (s *Session) Share(ctx context.Context, v Value) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	bits, err := s.decode(ctx, s.xorValues(s.xorValues(v, mp), mn), false)
+	w, err := s.xorValues(v, mp)
+	if err == nil {
+		w, err = s.xorValues(w, mn)
+	}
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	bits, err := s.decode(ctx, w, false)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -1128,12 +1279,16 @@ func (s *Session) checkAvailable(v Value) error {
 	return nil
 }
 
-func (s *Session) xorValues(a, b Value) Value {
+func (s *Session) xorValues(a, b Value) (Value, error) {
 	out := Value{s: s, bits: make([]uint32, len(a.bits))}
 	for i := range a.bits {
-		out.bits[i] = s.xor(a.bits[i], b.bits[i])
+		w, err := s.xor(a.bits[i], b.bits[i])
+		if err != nil {
+			return out, err
+		}
+		out.bits[i] = w
 	}
-	return out
+	return out, nil
 }
 
 func xorBytes(a, b []byte) []byte {
@@ -1155,8 +1310,14 @@ func (s *Session) decode(ctx context.Context, w Value, lazy bool) ([]bool, error
 	s.decodes = append(s.decodes, d)
 	if s.role == Prover {
 		perm := make([]bool, n)
+		zero := make([]garble.Label, n)
 		for i, b := range w.bits {
-			perm[i] = s.bits[b].a0.LSB() == 1
+			l, err := s.zeroLabel(b)
+			if err != nil {
+				return nil, err
+			}
+			zero[i] = l
+			perm[i] = l.LSB() == 1
 		}
 		if s.cheat != nil && s.cheat.decodeBits != nil {
 			s.cheat.decodeBits(perm)
@@ -1170,8 +1331,8 @@ func (s *Session) decode(ctx context.Context, w Value, lazy bool) ([]bool, error
 				return err
 			}
 			labels := make([]garble.Label, n)
-			for i, b := range w.bits {
-				labels[i] = s.bits[b].a0.Select(b2u(bits[i]), s.deltaA)
+			for i := range labels {
+				labels[i] = zero[i].Select(b2u(bits[i]), s.deltaA)
 			}
 			if s.labelHash(idx, labels) != h && (s.cheat == nil || !s.cheat.ignore) {
 				return fmt.Errorf("%w: the notary's decoding %d is not that of its labels", ErrCheat, idx)

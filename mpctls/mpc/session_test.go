@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/acds-project/acds/mpctls/mpc/circuit"
+	"github.com/acds-project/acds/mpctls/mpc/garble"
+	"github.com/acds-project/acds/mpctls/mpc/ot"
 )
 
 // party is one side's program in a test.
@@ -413,4 +415,33 @@ func TestUsageErrors(t *testing.T) {
 		}
 		return err
 	}))
+}
+
+// TestCloseWipes: after Close a session holds neither offset, nor the
+// proof's seed, nor its correlated OTs, nor its ECDHE scalar.
+func TestCloseWipes(t *testing.T) {
+	var sessions [2]*Session
+	keep := func(i int) party {
+		return func(ctx context.Context, s *Session) error {
+			sessions[i] = s
+			_, err := s.KeyShare(ctx)
+			return err
+		}
+	}
+	must(t)(run(t, Config{}, nil, nil, keep(0), keep(1)))
+	for _, s := range sessions {
+		if s.deltaA != (garble.Label{}) || s.deltaB != (garble.Label{}) || s.seedB != ([16]byte{}) {
+			t.Errorf("%v: an offset or the seed survived Close", s.role)
+		}
+		for _, b := range append(append([]ot.Block(nil), s.poolA.q...), s.poolB.t...) {
+			if b != (ot.Block{}) {
+				t.Fatalf("%v: a correlated OT survived Close", s.role)
+			}
+		}
+		for _, c := range s.kx.scalar {
+			if c != 0 {
+				t.Fatalf("%v: the scalar survived Close", s.role)
+			}
+		}
+	}
 }

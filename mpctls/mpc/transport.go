@@ -63,6 +63,7 @@ const (
 	tFinalOpen   // N → P: Δ_B and the GB seed
 	tFinalProof  // P → N: opening of the commitment
 	tFinalAccept // N → P
+	tMaskLabels  // P → N: active GA labels of a random input of P's
 	tAbort       // either: the sender ends the session
 	numTypes
 )

@@ -3,24 +3,17 @@ package prover
 import (
 	"bytes"
 	"crypto/tls"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/acds-project/acds/internal/testrig/corpus"
 	"github.com/acds-project/acds/mpctls"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 )
 
-// fhirFile returns a real FHIR Bundle from the shared test data, or a
-// small generated Patient when the shared data is absent.
+// fhirFile returns a real FHIR Bundle of the corpus.
 func fhirFile(t *testing.T) []byte {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "testdata", "inferno", "carin_bundle_patient_888.json"))
-	if err == nil {
-		return b
-	}
-	t.Logf("shared test data absent (%v): serving a generated Patient", err)
-	return []byte(`{"resourceType":"Patient","id":"p1","name":[{"family":"Test","given":["Nginx"]}],"gender":"unknown"}`)
+	return corpus.Read(t, corpus.CARIN)
 }
 
 // TestInteropNginx fetches a FHIR file from nginx (OpenSSL) through the

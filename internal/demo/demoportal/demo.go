@@ -15,7 +15,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"log"
 	"math/big"
@@ -68,6 +67,43 @@ type Failures struct {
 	// OperationOutcome, as servers without the operation answer), so that
 	// clients must fall back to per-type searches.
 	NoEverything bool
+	// WrongIss puts another issuer's iss in authorization responses (with
+	// Options.IssParameter), as a mix-up attack would (RFC 9207).
+	WrongIss bool
+}
+
+// The page styles of Pages.Style.
+const (
+	StyleDemo         = ""              // the demo's own pages
+	StyleOIDCProvider = "oidc-provider" // node-oidc-provider's interaction pages
+	StyleDex          = "dex"           // Dex's password connector and approval pages
+)
+
+// Pages say how the portal draws its App Launch login. The zero value
+// draws the demo's own login form and consent page.
+type Pages struct {
+	// Style draws the login and consent pages as a provider does:
+	// StyleDemo (a login form, a consent form with a patient choice and
+	// Allow/Deny buttons), StyleOIDCProvider (node-oidc-provider's
+	// interaction pages: the transaction in the form action's path, a
+	// consent form of one hidden prompt=consent and a Continue button, a
+	// Cancel link; the token's patient is the first patient) or StyleDex
+	// (Dex's password connector behind its own URL, a login re-rendered
+	// with 401 after a wrong password, and an approval page of two forms
+	// without action, Grant Access and Cancel; the first patient too).
+	Style string
+	// Chooser puts a sign-in chooser before the login, as Dex draws it
+	// for several connectors: links to the password login, to an
+	// external provider (a redirect off the portal's origin) and to a
+	// provider on the portal that asks no password.
+	Chooser bool
+	// RejectStatus is the status of a login page re-rendered after a
+	// wrong password or a locked account. Zero means 200 (401 for
+	// StyleDex).
+	RejectStatus int
+	// ScriptOnly draws the login as a single-page application: a page
+	// with no form, only the script that would build one.
+	ScriptOnly bool
 }
 
 // Options configure a Portal. Every zero value is usable.
@@ -99,6 +135,33 @@ type Options struct {
 	// Hosts are extra DNS names for the server certificate; "localhost",
 	// 127.0.0.1 and ::1 are always in it.
 	Hosts []string
+	// Pages say how the login pages are drawn.
+	Pages Pages
+	// ScopesSupported is the discovery document's scopes_supported; the
+	// authorization and token endpoints refuse any other scope
+	// (invalid_scope). Nil means openid, launch/patient, patient/*.read,
+	// user/*.read, offline_access, and with PermissionV2 also
+	// patient/*.rs and user/*.rs. A token reads the FHIR API only with a
+	// read scope (patient/*.read, patient/*.rs, user/*.read, user/*.rs).
+	ScopesSupported []string
+	// PermissionV2 advertises SMART v2 scopes (capability permission-v2).
+	PermissionV2 bool
+	// ClientSecret makes the registered client confidential: the token
+	// endpoint then requires this secret, sent as ClientAuthMethod says.
+	ClientSecret string
+	// ClientAuthMethod is how the client is registered to send its
+	// ClientSecret: "client_secret_basic" (the default) or
+	// "client_secret_post". The discovery document lists both, as
+	// providers that register each client with one method do; the token
+	// endpoint takes only this one (invalid_client otherwise).
+	ClientAuthMethod string
+	// NoPasswordGrant leaves the password grant out of
+	// grant_types_supported, and the token endpoint refuses it
+	// (unsupported_grant_type).
+	NoPasswordGrant bool
+	// IssParameter advertises authorization_response_iss_parameter_supported
+	// and puts iss in every authorization response (RFC 9207).
+	IssParameter bool
 	// Failures are injected faults.
 	Failures Failures
 	// Now is the clock of certificates and tokens. Nil means time.Now.
@@ -138,6 +201,7 @@ type Portal struct {
 	txns     map[string]*txn  // login transaction id → state
 	codes    map[string]*authCode
 	jtis     map[string]bool // client assertion ids seen
+	tokenLog []TokenRequest
 	servers  []*http.Server
 	closed   bool
 }
@@ -145,7 +209,24 @@ type Portal struct {
 type grant struct {
 	patient string // the token's patient context
 	only    bool   // the token reads only that patient (patient-level scopes)
+	read    bool   // the token's scope lets it read the FHIR API
 	expires time.Time
+}
+
+// TokenRequest is one request the token endpoint answered, for tests.
+type TokenRequest struct {
+	GrantType  string // "password", "authorization_code", …
+	Scope      string // the scope asked (password grant) or granted (code)
+	ClientAuth string // "none", "private_key_jwt", "client_secret_basic" or "client_secret_post"
+	Status     int    // the HTTP status of the answer
+}
+
+// TokenRequests returns the requests the token endpoint answered so far,
+// in order.
+func (d *Portal) TokenRequests() []TokenRequest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.tokenLog)
 }
 
 type txn struct {
@@ -188,6 +269,32 @@ func New(opts Options) (*Portal, error) {
 	if opts.ClientKey != nil {
 		if _, err := portal.AssertionAlgorithm(opts.ClientKey); err != nil {
 			return nil, err
+		}
+	}
+	switch {
+	case opts.ClientKey != nil && opts.ClientSecret != "":
+		return nil, errors.New("portal: demo client with both a key and a secret")
+	case opts.ClientAuthMethod == "" && opts.ClientSecret != "":
+		opts.ClientAuthMethod = "client_secret_basic"
+	case opts.ClientAuthMethod != "" && opts.ClientAuthMethod != "client_secret_basic" && opts.ClientAuthMethod != "client_secret_post",
+		opts.ClientAuthMethod != "" && opts.ClientSecret == "":
+		return nil, fmt.Errorf("portal: demo client auth method %q (with a secret: client_secret_basic or client_secret_post)", opts.ClientAuthMethod)
+	}
+	switch opts.Pages.Style {
+	case StyleDemo, StyleOIDCProvider, StyleDex:
+	default:
+		return nil, fmt.Errorf("portal: demo page style %q (want %q, %q or %q)", opts.Pages.Style, StyleDemo, StyleOIDCProvider, StyleDex)
+	}
+	if opts.Pages.RejectStatus == 0 {
+		opts.Pages.RejectStatus = http.StatusOK
+		if opts.Pages.Style == StyleDex {
+			opts.Pages.RejectStatus = http.StatusUnauthorized
+		}
+	}
+	if opts.ScopesSupported == nil {
+		opts.ScopesSupported = []string{"openid", "launch/patient", "patient/*.read", "user/*.read", "offline_access"}
+		if opts.PermissionV2 {
+			opts.ScopesSupported = append(opts.ScopesSupported, "patient/*.rs", "user/*.rs")
 		}
 	}
 	if opts.Failures.RetryAfter <= 0 {
@@ -331,10 +438,7 @@ func (d *Portal) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /fhir/.well-known/smart-configuration", d.smartConfig)
 	mux.HandleFunc("GET /fhir/metadata", d.api(d.metadata, false))
-	mux.HandleFunc("GET /auth/authorize", d.authorize)
-	mux.HandleFunc("POST /auth/login", d.login)
-	mux.HandleFunc("POST /auth/mfa", d.mfa)
-	mux.HandleFunc("POST /auth/consent", d.consent)
+	d.loginRoutes(mux)
 	mux.HandleFunc("POST /auth/token", d.token)
 	mux.HandleFunc("GET /fhir/Patient/{id}/{op}", d.api(d.everything, true))
 	mux.HandleFunc("GET /fhir/{type}/{id}", d.api(d.read, true))
@@ -348,22 +452,58 @@ func (d *Portal) Handler() http.Handler {
 // base is the FHIR base URL as the client addressed it.
 func base(r *http.Request) string { return "https://" + r.Host + "/fhir" }
 
+// issuer is the portal's OAuth2 issuer identifier.
+func issuer(r *http.Request) string { return "https://" + r.Host + "/auth" }
+
 func (d *Portal) smartConfig(w http.ResponseWriter, r *http.Request) {
 	origin := "https://" + r.Host
-	auth := []string{"none"}
-	if d.opts.ClientKey != nil {
-		auth = []string{"private_key_jwt"}
+	auth, client := []string{"none"}, "client-public"
+	switch {
+	case d.opts.ClientKey != nil:
+		auth, client = []string{"private_key_jwt"}, "client-confidential-asymmetric"
+	case d.opts.ClientSecret != "":
+		auth, client = []string{"client_secret_basic", "client_secret_post"}, "client-confidential-symmetric"
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                                origin + "/auth",
+	grants := []string{"authorization_code", "password"}
+	if d.opts.NoPasswordGrant {
+		grants = grants[:1]
+	}
+	caps := []string{"launch-standalone", client, "context-standalone-patient", "permission-patient", "permission-user"}
+	if d.opts.PermissionV2 {
+		caps = append(caps, "permission-v2")
+	}
+	cfg := map[string]any{
+		"issuer":                                issuer(r),
 		"authorization_endpoint":                origin + "/auth/authorize",
 		"token_endpoint":                        origin + "/auth/token",
-		"grant_types_supported":                 []string{"authorization_code", "password"},
+		"grant_types_supported":                 grants,
 		"code_challenge_methods_supported":      []string{"S256"},
 		"token_endpoint_auth_methods_supported": auth,
-		"scopes_supported":                      []string{"openid", "launch/patient", "patient/*.read", "user/*.read", "offline_access"},
+		"scopes_supported":                      d.opts.ScopesSupported,
 		"response_types_supported":              []string{"code"},
-		"capabilities":                          []string{"launch-standalone", "client-public", "context-standalone-patient", "permission-patient", "permission-user"},
+		"capabilities":                          caps,
+	}
+	if d.opts.IssParameter {
+		cfg["authorization_response_iss_parameter_supported"] = true
+	}
+	writeJSON(w, http.StatusOK, cfg)
+}
+
+// checkScope returns the first scope of scope that the portal does not
+// support, or "".
+func (d *Portal) checkScope(scope string) string {
+	for _, s := range strings.Fields(scope) {
+		if !slices.Contains(d.opts.ScopesSupported, s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// readScope reports whether scope lets a token read the FHIR API.
+func readScope(scope string) bool {
+	return slices.ContainsFunc(strings.Fields(scope), func(s string) bool {
+		return slices.Contains([]string{"patient/*.read", "patient/*.rs", "user/*.read", "user/*.rs"}, s)
 	})
 }
 
@@ -451,6 +591,11 @@ func (d *Portal) authenticate(w http.ResponseWriter, r *http.Request) (patient s
 		if !found || d.now().After(g.expires) {
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			writeOutcome(w, http.StatusUnauthorized, "login", "invalid or expired access token")
+			return "", false
+		}
+		if !g.read {
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope"`)
+			writeOutcome(w, http.StatusForbidden, "forbidden", "the token's scope does not allow reading")
 			return "", false
 		}
 		if !g.only {
@@ -638,166 +783,51 @@ func randToken(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-const sessionCookie = "demo_portal_session"
-
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>ACDS demo portal</title></head>
-<body><h1>ACDS demo portal</h1>
-{{if .Error}}<p class="error" data-error="{{.ErrorCode}}">{{.Error}}</p>{{end}}
-{{if eq .Step "login"}}<form method="post" action="/auth/login" id="login">
-<input type="hidden" name="csrf_token" value="{{.CSRF}}"><input type="hidden" name="txn" value="{{.Txn}}">
-<label>Username <input type="text" name="username" autocomplete="username"></label>
-<label>Password <input type="password" name="password" autocomplete="current-password"></label>
-<button type="submit">Sign in</button></form>{{end}}
-{{if eq .Step "mfa"}}<form method="post" action="/auth/mfa" id="mfa">
-<input type="hidden" name="csrf_token" value="{{.CSRF}}"><input type="hidden" name="txn" value="{{.Txn}}">
-<label>One-time code <input type="text" name="otp" inputmode="numeric"></label>
-<button type="submit">Verify</button></form>{{end}}
-{{if eq .Step "consent"}}<form method="post" action="/auth/consent" id="consent">
-<input type="hidden" name="csrf_token" value="{{.CSRF}}"><input type="hidden" name="txn" value="{{.Txn}}">
-<p>{{.ClientID}} asks to read your health record ({{.Scope}}).</p>
-<label>Patient <select name="patient">{{range .Patients}}<option value="{{.ID}}">{{.Name}}</option>{{end}}</select></label>
-<button type="submit" name="decision" value="allow">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button></form>{{end}}
-</body></html>
-`))
-
-type pageData struct {
-	Step, Error, ErrorCode, CSRF, Txn, ClientID, Scope string
-	Patients                                           []PatientInfo
-}
-
-func (d *Portal) render(w http.ResponseWriter, status int, p pageData) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.WriteHeader(status)
-	pageTmpl.Execute(w, p)
-}
-
-func (d *Portal) authorize(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if q.Get("client_id") != d.opts.ClientID || q.Get("redirect_uri") != d.opts.RedirectURI {
-		// Never redirect to an unregistered URI.
-		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "unknown client or redirect URI", ErrorCode: "invalid-client"})
-		return
-	}
-	if q.Get("response_type") != "code" || q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || q.Get("state") == "" {
-		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "the request needs response_type=code, state and a S256 PKCE challenge", ErrorCode: "invalid-request"})
-		return
-	}
-	t := &txn{cookie: randToken(24), csrf: randToken(24), clientID: q.Get("client_id"), redirect: q.Get("redirect_uri"),
-		state: q.Get("state"), chall: q.Get("code_challenge"), scope: q.Get("scope"), expires: d.now().Add(10 * time.Minute)}
-	id := randToken(16)
-	d.mu.Lock()
-	d.txns[id] = t
-	d.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: t.cookie, Path: "/auth", HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
-	d.render(w, http.StatusOK, pageData{Step: "login", CSRF: t.csrf, Txn: id})
-}
-
-// formTxn finds the transaction of a form post and checks its cookie and
-// CSRF token.
-func (d *Portal) formTxn(w http.ResponseWriter, r *http.Request) (string, *txn, bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		d.render(w, http.StatusBadRequest, pageData{Step: "error", Error: "bad form", ErrorCode: "invalid-request"})
-		return "", nil, false
-	}
-	id := r.PostForm.Get("txn")
-	d.mu.Lock()
-	t := d.txns[id]
-	d.mu.Unlock()
-	c, err := r.Cookie(sessionCookie)
-	if t == nil || err != nil || d.now().After(t.expires) ||
-		subtle.ConstantTimeCompare([]byte(c.Value), []byte(t.cookie)) != 1 ||
-		subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf_token")), []byte(t.csrf)) != 1 {
-		d.render(w, http.StatusForbidden, pageData{Step: "error", Error: "the form expired or its CSRF token is wrong", ErrorCode: "csrf"})
-		return "", nil, false
-	}
-	return id, t, true
-}
-
-func (d *Portal) login(w http.ResponseWriter, r *http.Request) {
-	id, t, ok := d.formTxn(w, r)
-	if !ok {
-		return
-	}
-	switch d.checkLogin(r.PostForm.Get("username"), r.PostForm.Get("password")) {
-	case loginOK:
-		d.mu.Lock()
-		t.loggedIn = true
-		d.mu.Unlock()
-		d.render(w, http.StatusOK, pageData{Step: "consent", CSRF: t.csrf, Txn: id, ClientID: t.clientID, Scope: t.scope, Patients: d.Patients()})
-	case loginMFA:
-		d.render(w, http.StatusOK, pageData{Step: "mfa", CSRF: t.csrf, Txn: id})
-	case loginLocked:
-		d.render(w, http.StatusOK, pageData{Step: "login", CSRF: t.csrf, Txn: id, Error: "This account is locked.", ErrorCode: "account-locked"})
-	default:
-		d.render(w, http.StatusOK, pageData{Step: "login", CSRF: t.csrf, Txn: id, Error: "Invalid username or password.", ErrorCode: "invalid-credentials"})
-	}
-}
-
-// mfa refuses every one-time code: the demo account has no second factor
-// a client could know.
-func (d *Portal) mfa(w http.ResponseWriter, r *http.Request) {
-	id, t, ok := d.formTxn(w, r)
-	if !ok {
-		return
-	}
-	d.render(w, http.StatusOK, pageData{Step: "mfa", CSRF: t.csrf, Txn: id, Error: "Invalid code.", ErrorCode: "invalid-otp"})
-}
-
-func (d *Portal) consent(w http.ResponseWriter, r *http.Request) {
-	id, t, ok := d.formTxn(w, r)
-	if !ok {
-		return
-	}
-	d.mu.Lock()
-	delete(d.txns, id)
-	d.mu.Unlock()
-	if !t.loggedIn {
-		d.render(w, http.StatusForbidden, pageData{Step: "error", Error: "not signed in", ErrorCode: "not-signed-in"})
-		return
-	}
-	target, _ := url.Parse(t.redirect)
-	q := target.Query()
-	q.Set("state", t.state)
-	patient := r.PostForm.Get("patient")
-	if r.PostForm.Get("decision") != "allow" {
-		q.Set("error", "access_denied")
-	} else if d.record(patient) == nil {
-		q.Set("error", "invalid_request")
-	} else {
-		code := randToken(24)
-		d.mu.Lock()
-		d.codes[code] = &authCode{clientID: t.clientID, redirect: t.redirect, chall: t.chall, patient: patient, scope: t.scope, expires: d.now().Add(time.Minute)}
-		d.mu.Unlock()
-		q.Set("code", code)
-	}
-	target.RawQuery = q.Encode()
-	http.Redirect(w, r, target.String(), http.StatusFound)
-}
-
 func oauthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
 }
 
-func (d *Portal) token(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		oauthError(w, http.StatusBadRequest, "invalid_request", "bad form")
-		return
-	}
+// clientAuth authenticates the client of a token request as the
+// registration wants, and says how it did; ok is false once it answered
+// the refusal.
+func (d *Portal) clientAuth(w http.ResponseWriter, r *http.Request) (method string, ok bool) {
 	f := r.PostForm
-	if f.Get("client_id") != d.opts.ClientID {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client")
-		return
+	user, pass, basic := r.BasicAuth()
+	if basic {
+		u, err1 := url.QueryUnescape(user)
+		p, err2 := url.QueryUnescape(pass)
+		if err1 != nil || err2 != nil {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "malformed HTTP Basic client credentials")
+			return "", false
+		}
+		user, pass = u, p
 	}
-	if d.opts.ClientKey != nil {
+	id := f.Get("client_id")
+	switch {
+	case basic && f.Has("client_secret"):
+		oauthError(w, http.StatusBadRequest, "invalid_request", "client authentication must use one method")
+		return "", false
+	case basic && id != "" && id != user:
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "client_id and the Basic client credentials differ")
+		return "", false
+	case basic:
+		id, method = user, "client_secret_basic"
+	case f.Has("client_secret"):
+		method = "client_secret_post"
+	case f.Has("client_assertion"):
+		method = "private_key_jwt"
+	default:
+		method = "none"
+	}
+	if id != d.opts.ClientID {
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client")
+		return method, false
+	}
+	switch {
+	case d.opts.ClientKey != nil:
 		if f.Get("client_assertion_type") != portal.ClientAssertionType {
 			oauthError(w, http.StatusUnauthorized, "invalid_client", "private_key_jwt client authentication required")
-			return
+			return method, false
 		}
 		jti, err := verifyAssertion(f.Get("client_assertion"), d.opts.ClientKey, d.opts.ClientID, "https://"+r.Host+"/auth/token", d.now())
 		d.mu.Lock()
@@ -808,13 +838,68 @@ func (d *Portal) token(w http.ResponseWriter, r *http.Request) {
 		d.mu.Unlock()
 		if err != nil || reused {
 			oauthError(w, http.StatusUnauthorized, "invalid_client", "client assertion refused")
-			return
+			return method, false
 		}
+	case d.opts.ClientSecret != "":
+		secret := f.Get("client_secret")
+		if basic {
+			secret = pass
+		}
+		if method != d.opts.ClientAuthMethod {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", d.opts.ClientAuthMethod+" client authentication required")
+			return method, false
+		}
+		if subtle.ConstantTimeCompare([]byte(secret), []byte(d.opts.ClientSecret)) != 1 {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "wrong client secret")
+			return method, false
+		}
+	}
+	return method, true
+}
+
+// statusWriter remembers the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (d *Portal) token(rw http.ResponseWriter, r *http.Request) {
+	w := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "bad form")
+		return
+	}
+	f := r.PostForm
+	entry := TokenRequest{GrantType: f.Get("grant_type"), Scope: f.Get("scope")}
+	defer func() {
+		entry.Status = w.status
+		d.mu.Lock()
+		d.tokenLog = append(d.tokenLog, entry)
+		d.mu.Unlock()
+	}()
+	method, ok := d.clientAuth(w, r)
+	entry.ClientAuth = method
+	if !ok {
+		return
 	}
 	var g grant
 	scope := f.Get("scope")
 	switch f.Get("grant_type") {
 	case "password":
+		if d.opts.NoPasswordGrant {
+			oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code")
+			return
+		}
+		if bad := d.checkScope(scope); bad != "" {
+			oauthError(w, http.StatusBadRequest, "invalid_scope", "unsupported scope "+bad)
+			return
+		}
 		switch d.checkLogin(f.Get("username"), f.Get("password")) {
 		case loginOK:
 			g.patient = d.records[0].ID
@@ -834,7 +919,7 @@ func (d *Portal) token(w http.ResponseWriter, r *http.Request) {
 		delete(d.codes, f.Get("code")) // one use, even when the exchange fails
 		d.mu.Unlock()
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-		if c == nil || d.now().After(c.expires) || c.clientID != f.Get("client_id") || c.redirect != f.Get("redirect_uri") ||
+		if c == nil || d.now().After(c.expires) || c.clientID != d.opts.ClientID || c.redirect != f.Get("redirect_uri") ||
 			subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.chall)) != 1 {
 			oauthError(w, http.StatusBadRequest, "invalid_grant", "invalid, expired or used code, or wrong code_verifier")
 			return
@@ -844,6 +929,11 @@ func (d *Portal) token(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be password or authorization_code")
 		return
 	}
+	if scope == "" {
+		scope = strings.Join(d.opts.ScopesSupported, " ")
+	}
+	entry.Scope = scope
+	g.read = readScope(scope)
 	g.expires = d.now().Add(time.Hour)
 	tok := randToken(32)
 	d.mu.Lock()

@@ -15,9 +15,20 @@
 // reads. Its SMART client is portal.DemoClientID at portal.DemoRedirectURI
 // unless Options name another; Options.ClientKey makes the token endpoint
 // require private_key_jwt client authentication with that key.
+// Options.Pages draws the login as node-oidc-provider (a consent form of a
+// hidden prompt=consent and a Continue button) or Dex (a password
+// connector whose wrong-password page comes back with 401, an approval
+// page of two forms, Grant Access and Cancel) draw theirs, puts a sign-in
+// chooser in front of it, re-renders a failed login with any status, or
+// makes the login a page only a script could fill in. The discovery
+// document and the token endpoint follow Options too: ScopesSupported
+// (enforced: invalid_scope), PermissionV2, a confidential client with a
+// ClientSecret (client_secret_basic or client_secret_post), no password
+// grant, and the RFC 9207 iss in authorization responses; TokenRequests
+// says what the token endpoint was asked.
 // Options.Failures injects wrong passwords, locked accounts, MFA, 429 with
-// Retry-After, 503, slow answers, truncated pages and a missing
-// $everything.
+// Retry-After, 503, slow answers, truncated pages, a missing $everything
+// and a wrong iss.
 //
 // It is internal: a test fixture and a demonstration, not an API.
 package demoportal

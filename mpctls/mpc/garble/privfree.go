@@ -93,10 +93,15 @@ func NewProofEvaluator(h *Hash) *ProofEvaluator { return &ProofEvaluator{h: h, b
 
 // Evaluate evaluates c on the active labels and the values of its input
 // bits, with the garbled tables of its AND gates, and returns the active
-// labels and the values of each output group.
-func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, base uint64, in []Label, values []bool, tables []byte) ([][]Label, [][]bool, error) {
+// labels and the values of each output group. If hashes is not nil it
+// must have one entry per AND gate, and receives each gate's hash of its
+// active first input label, which CheckProof needs.
+func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, base uint64, in []Label, values []bool, tables []byte, hashes []Label) ([][]Label, [][]bool, error) {
 	if len(in) != c.InputBits() || len(values) != len(in) {
 		return nil, nil, fmt.Errorf("%w: %d labels and %d values for %d input bits", ErrInputs, len(in), len(values), c.InputBits())
+	}
+	if hashes != nil && len(hashes) != c.ANDs() {
+		return nil, nil, fmt.Errorf("%w: %d hash slots for %d AND gates", ErrInputs, len(hashes), c.ANDs())
 	}
 	if len(tables) != PrivacyFreeGateSize*c.ANDs() {
 		return nil, nil, fmt.Errorf("%w: %d bytes for %d AND gates", ErrTables, len(tables), c.ANDs())
@@ -113,7 +118,7 @@ func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, base uint64, in []Label, v
 			k++
 		}
 	}
-	off := 0
+	off, first := 0, base
 	for _, gt := range c.Gates {
 		switch gt.Op {
 		case circuit.XOR:
@@ -129,6 +134,9 @@ func (e *ProofEvaluator) Evaluate(c *circuit.Circuit, base uint64, in []Label, v
 			off += PrivacyFreeGateSize
 			// The evaluator knows a; the row it takes is public to it.
 			h := e.h.sum(e.buf, w[gt.A], j)
+			if hashes != nil {
+				hashes[j-first] = h
+			}
 			if v[gt.A] {
 				h = h.Xor(t).Xor(w[gt.B])
 			}
@@ -155,4 +163,70 @@ func outputs(c *circuit.Circuit, w []Label) [][]Label {
 		}
 	}
 	return out
+}
+
+// CheckProof verifies, once Δ is known, that tables are the privacy-free
+// garbling of c under Δ for the zero labels the evaluation implies (each
+// active label ⊕ value·Δ), given the active labels and values of c's
+// inputs and the hashes Evaluate recorded: one hash per AND gate, half
+// the work of garbling again. By induction over the gates, if the input
+// zero labels are the garbler's and every table passes, the garbling is
+// the garbler's honest one; the check stops at the first table that is
+// not, so its outcome depends only on the garbler's own view.
+func CheckProof(h *Hash, c *circuit.Circuit, base uint64, delta Label, in []Label, values []bool, tables []byte, hashes []Label) error {
+	if len(in) != c.InputBits() || len(values) != len(in) || len(hashes) != c.ANDs() {
+		return fmt.Errorf("%w: inputs or hashes do not fit the circuit", ErrInputs)
+	}
+	if len(tables) != PrivacyFreeGateSize*c.ANDs() {
+		return fmt.Errorf("%w: %d bytes for %d AND gates", ErrTables, len(tables), c.ANDs())
+	}
+	buf := new([16]byte)
+	w := make([]Label, c.NumWires)
+	v := make([]bool, c.NumWires)
+	k := 0
+	for _, grp := range c.Inputs {
+		for _, x := range grp {
+			w[x], v[x] = in[k], values[k]
+			k++
+		}
+	}
+	off, j := 0, base
+	for _, gt := range c.Gates {
+		switch gt.Op {
+		case circuit.XOR:
+			w[gt.Out] = w[gt.A].Xor(w[gt.B])
+			v[gt.Out] = v[gt.A] != v[gt.B]
+		case circuit.INV:
+			w[gt.Out] = w[gt.A]
+			v[gt.Out] = !v[gt.A]
+		case circuit.AND:
+			t := LabelOf(tables[off:])
+			active := hashes[j-base]
+			other := h.sum(buf, w[gt.A].Xor(delta), j)
+			h0, h1 := active, other
+			if v[gt.A] {
+				h0, h1 = other, active
+			}
+			b0 := w[gt.B].Select(b2u(v[gt.B]), delta)
+			if t != h1.Xor(h0).Xor(b0) {
+				return fmt.Errorf("%w: AND gate %d is not garbled under Δ", ErrTables, j)
+			}
+			out := active
+			if v[gt.A] {
+				out = out.Xor(t).Xor(w[gt.B])
+			}
+			w[gt.Out] = out
+			v[gt.Out] = v[gt.A] && v[gt.B]
+			off += PrivacyFreeGateSize
+			j++
+		}
+	}
+	return nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -52,7 +52,7 @@ func challenges(seed []byte, n int) []Block {
 // Sender is the sender of IKNP correlated OT extension with the KOS
 // consistency check (Ishai, Kilian, Nissim, Petrank, CRYPTO 2003; Keller,
 // Orsini, Scholl: "Actively Secure OT Extension with Optimal Overhead",
-// CRYPTO 2015, with the proof of Roy, CRYPTO 2022, §6). It holds the
+// CRYPTO 2015; Roy's SoftSpokenOT, CRYPTO 2022, revisits its analysis). It holds the
 // correlation Δ: for every OT j it obtains q_j, and the receiver obtains
 // its random choice r_j and t_j = q_j ⊕ r_j·Δ. A receiver that deviates
 // (inconsistent choices across the matrix, to learn bits of Δ) fails the

@@ -5,12 +5,12 @@
 # interleaved: each of three rounds times node (one second per
 # expression) and then the Go benchmarks (go test -count=1), so that load
 # on a shared machine hits both sides alike; each side's fastest round
-# counts. Needs node and npm, and ../shared/testdata/synthea beside the
-# repository. Run from the repo root:
+# counts. Needs node and npm (the bundle is the repository's own, in
+# testdata/synthea). Run from the repo root:
 #   bash fhir/fhirpath/testdata/fhirpathjs/run.sh
 set -euo pipefail
 here="fhir/fhirpath/testdata/fhirpathjs"
-bundle="$(ls ../shared/testdata/synthea/Mary_Lind_*.json | head -1)"
+bundle="testdata/synthea/Mary_Lind_ab27d239-7c03-47f1-b3e7-7f16fa50e69a.json"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm init -y >/dev/null && npm install --silent fhirpath@5 >/dev/null)
