@@ -49,6 +49,16 @@ type Options struct {
 	// DataDir/acds.db, "sqlite:PATH", or a "postgres://…" DSN shared by
 	// several replicas. Ignored when Server.Store is set.
 	Store string
+	// AcceptDataLoss opens a store whose database lost acknowledged data
+	// — behind its durable high-water mark, or new or empty while the
+	// data directory holds an installation's state (see OpenStore) —
+	// instead of refusing to start: the server serves what is left, the
+	// acceptance is recorded in the database and logged, and the mark
+	// moves to the database as it is. A damaged database file cannot be
+	// opened either way. Meant for one start after a loss the operator
+	// has looked at (`acds serve --accept-data-loss`); without a loss it
+	// changes nothing. Zero value: refuse.
+	AcceptDataLoss bool
 
 	// Notary is the host:port of an external MPC-TLS notary (`acds
 	// notary`). Zero value: an in-process notary listening on
@@ -209,7 +219,10 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if o.Server.Store != nil {
 		s.st, s.storeName = o.Server.Store, "provided"
 	} else {
-		if s.st, s.storeName, err = openStore(ctx, o.Store, o.DataDir); err != nil {
+		accepted := func(loss error) {
+			log.Warn("started on a store that lost data, as AcceptDataLoss allows: the loss is recorded in the database and the high-water mark moved to it", "loss", loss.Error())
+		}
+		if s.st, s.storeName, err = openStore(ctx, o.Store, o.DataDir, o.AcceptDataLoss, accepted); err != nil {
 			return nil, err
 		}
 		s.ownStore = true

@@ -96,6 +96,13 @@ var (
 	// database is reachable, and deletions still work; retry once room
 	// is made. Servers answer it with 503 and Retry-After.
 	ErrFull = errors.New("store: full")
+	// ErrDataLoss: opening the store found that its database has lost
+	// writes it had acknowledged (it is behind the high-water mark the
+	// store keeps outside it, or it is new or damaged while the
+	// installation holds state), so it refused to open rather than serve
+	// an earlier state as if it were the latest. Only a store that keeps
+	// such a mark returns it.
+	ErrDataLoss = errors.New("store: acknowledged data lost")
 )
 
 // Session is an anonymous session: a pseudonym and the SHA-256 of its bearer

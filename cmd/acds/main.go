@@ -43,6 +43,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":    {"run the API server", runServe},
+		"backup":   {"copy a running installation's store and sealed files", runBackup},
 		"notary":   {"run a standalone MPC-TLS recording notary", runNotary},
 		"portal":   {"run the demo clinical portal over HTTPS", runPortal},
 		"verify":   {"verify an attestation bundle offline, or a server's attested TLS", runVerify},
@@ -89,7 +90,7 @@ func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: acds <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
-	for _, name := range []string{"serve", "notary", "portal", "verify", "disclose", "measure", "manifest", "fhir", "demo"} {
+	for _, name := range []string{"serve", "backup", "notary", "portal", "verify", "disclose", "measure", "manifest", "fhir", "demo"} {
 		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w)

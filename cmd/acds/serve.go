@@ -46,6 +46,7 @@ type serveFlags struct {
 	logLevel            string
 	enclave             string
 	tpmDevice           string
+	acceptDataLoss      bool
 }
 
 func parseServeFlags(e env) (*serveFlags, error) {
@@ -70,6 +71,7 @@ func parseServeFlags(e env) (*serveFlags, error) {
 	fs.StringVar(&f.tlsCAKey, "tls-ca-key", "", "with --tls: PEM file of the operator CA's private key (not group/world-readable; needs --tls-ca-cert)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.enclave, "enclave", service.EnclaveAuto, "enclave backend: auto (the SEV-SNP, TDX or TPM hardware found, else simulated, with a warning), sev-snp, tdx, tpm or sev-snp-sim")
+	fs.BoolVar(&f.acceptDataLoss, "accept-data-loss", false, "start although the store lost acknowledged data (behind its high-water mark, or new while the data directory holds an installation): serve what is left, record the loss and move the mark; for one start, after looking at what was lost")
 	fs.StringVar(&f.tpmDevice, "tpm-device", "/dev/tpmrm0", "the TPM of --enclave tpm (and auto): a device `path`, or mssim://HOST:PORT for swtpm's TCP command port")
 	setUsage(fs, help{usage: []string{"acds serve [flags]"},
 		about: `
@@ -87,6 +89,12 @@ attestation key to <data-dir>/tpm-ak.pem, for acds verify --tpm-ak.
 With --tls the certificate carries the enclave's boot evidence and is
 self-signed, or issued by an operator CA with --tls-ca-cert and --tls-ca-key;
 clients verify the evidence either way (acds verify --server).
+
+Every 202 is on disk first. The store keeps a high-water mark outside its
+database and refuses to start on a database behind it (a damaged or deleted
+write-ahead log, an older copy) or new while --data-dir holds an installation,
+naming the loss: restore a backup (acds backup), or start once with
+--accept-data-loss to serve what is left.
 
 --registrations names the SMART clients the smart-password and smart-form flows
 use, per portal origin (other origins use the demo portal's public client):
@@ -303,6 +311,7 @@ func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error)
 		EnclaveKind:         f.enclave,
 		TPMDevice:           f.tpmDevice,
 		TuneGC:              f.tuneGC,
+		AcceptDataLoss:      f.acceptDataLoss,
 		Server:              server.Config{Workers: f.workers, Retention: retentionConfig(f.retention), MaxQueue: maxQueueConfig(f.maxQueue)},
 	}
 	o.Server.RateLimit = offWhenZero(f.rateLimit) // 0 turns the limit off

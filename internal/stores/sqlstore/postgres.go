@@ -32,6 +32,24 @@ import (
 // default synchronous_commit=on means the WAL record is flushed (and, with
 // synchronous replication configured, replicated).
 //
+// # High-water mark
+//
+// Opened with MarkOptions.Path (OpenPostgresWith), a replica keeps a mark
+// of its own (mark.go): its row in replica_marks, whose seq it advances
+// with one UPDATE per round of the marker after its writes have
+// committed, copied into its mark file once that UPDATE has committed. A
+// write a client is told about (a session, a passphrase, a request, a
+// completion or failure, a deletion) returns only after a round that
+// began once it had committed; claims, heartbeats, erasures and webhook
+// bookkeeping do not wait (losing them loses no answer). Because a
+// snapshot or a point-in-time recovery that holds a round's UPDATE holds
+// every transaction committed before it, a database restored from before
+// one of those writes has the row behind the mark, and the replica
+// refuses it, as it refuses a database of another identity (a new one, a
+// reset) or one without its row. Each replica compares only its own row,
+// so replicas sharing a database never make each other refuse: a
+// healthy database is never behind any of them.
+//
 // The tables live in the first schema of the connection's search_path; put
 // search_path in the connection string to keep several deployments (or
 // test runs) apart in one database. Erased data is removed from the
@@ -40,6 +58,15 @@ type Postgres struct {
 	pool   *pgxpool.Pool
 	closed atomic.Bool
 	once   sync.Once
+
+	// The high-water mark, when MarkOptions.Path is set: this replica,
+	// the database's identity, the mark file and its marker, and the
+	// loss accepted at open.
+	replica  string
+	identity []byte
+	mfile    *markFile
+	mark     *marker
+	accepted *DataLossError
 }
 
 var _ store.Store = (*Postgres)(nil)
@@ -55,7 +82,25 @@ const defaultPgMaxConns = 16
 // The pool holds at most 16 connections unless the connection string sets
 // pool_max_conns (see pgxpool.ParseConfig for the other pool_ settings).
 // Errors never contain the connection string or its password.
+//
+// It keeps no high-water mark (see OpenPostgresWith).
 func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	return OpenPostgresWith(ctx, dsn, MarkOptions{})
+}
+
+// pgMarkTimeout bounds one round of the marker's UPDATE.
+const pgMarkTimeout = 10 * time.Second
+
+// OpenPostgresWith is OpenPostgres keeping the replica's high-water mark
+// in o.Path (see the type's High-water mark section), named o.Replica in
+// the database. A database behind the mark, of another identity, without
+// this replica's row although the mark has one, or new while o.Installed,
+// is refused with a *DataLossError (errors.Is store.ErrDataLoss) unless
+// o.AcceptDataLoss. With o.Path empty it keeps no mark.
+func OpenPostgresWith(ctx context.Context, dsn string, o MarkOptions) (*Postgres, error) {
+	if o.Path != "" && (o.Replica == "" || len(o.Replica) > store.MaxIDLen) {
+		return nil, fmt.Errorf("%w: a postgres high-water mark needs a replica name of 1..%d bytes", store.ErrInvalid, store.MaxIDLen)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors quote the connection string, and their
@@ -76,12 +121,122 @@ func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open postgres: %w", err)
 	}
-	if err := migratePostgres(ctx, pool); err != nil {
+	p := &Postgres{pool: pool}
+	if err := p.open(ctx, o); err != nil {
 		pool.Close()
+		_ = p.mfile.close()
 		return nil, err
 	}
-	return &Postgres{pool: pool}, nil
+	return p, nil
 }
+
+// open migrates the database between the two halves of the check of the
+// high-water mark, as SQLite's openMark does, then registers this
+// replica's row and brings the mark file up to it.
+func (p *Postgres) open(ctx context.Context, mo MarkOptions) error {
+	if mo.Path == "" {
+		return migratePostgres(ctx, p.pool)
+	}
+	version, err := pgSchemaVersion(ctx, p.pool)
+	if err != nil {
+		return err
+	}
+	o := opened{database: "postgres", mark: mo.Path, installed: mo.Installed, dbNew: version == 0}
+	var gen uint64
+	o.file, gen, o.fileExists, o.fileErr = readMark(mo.Path)
+	if o.dbNew {
+		if loss := o.verdict(); loss != nil && !mo.AcceptDataLoss {
+			return loss
+		}
+	}
+	if err := migratePostgres(ctx, p.pool); err != nil {
+		return err
+	}
+	if err := p.pool.QueryRow(ctx, "SELECT identity FROM store_mark WHERE id = 1").Scan(&o.db.identity); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &DataLossError{Kind: LossDamaged, Database: "postgres", Err: errors.New("its store_mark row is missing")}
+		}
+		return p.err("read the high-water mark", err)
+	}
+	var seq int64
+	var at time.Time
+	switch err := p.pool.QueryRow(ctx, "SELECT seq, at FROM replica_marks WHERE replica = $1", mo.Replica).Scan(&seq, &at); {
+	case err == nil:
+		o.db.seq, o.db.at, o.dbMarked = uint64(seq), at.UTC(), true
+	case !errors.Is(err, pgx.ErrNoRows):
+		return p.err("read the high-water mark", err)
+	}
+	loss := o.verdict()
+	if loss != nil && !mo.AcceptDataLoss {
+		return loss
+	}
+	if loss != nil {
+		if _, err := p.pool.Exec(ctx, "INSERT INTO data_loss_accepted (at, replica, kind, detail) VALUES (now(), $1, $2, $3)",
+			mo.Replica, loss.Kind.String(), loss.Error()); err != nil {
+			return p.err("record the accepted loss", err)
+		}
+		p.accepted = loss
+	}
+	err = p.pool.QueryRow(ctx, `INSERT INTO replica_marks (replica, seq, at) VALUES ($1, 1, now())
+		ON CONFLICT (replica) DO UPDATE SET seq = replica_marks.seq + 1, at = now() RETURNING seq, at`, mo.Replica).Scan(&seq, &at)
+	if err != nil {
+		return p.err("register the high-water mark", err)
+	}
+	p.replica, p.identity = mo.Replica, o.db.identity
+	pos := markState{identity: p.identity, seq: uint64(seq), at: at.UTC()}
+	if p.mfile, err = openMarkFile(mo.Path, pos, gen, o.fileExists, o.fileErr != nil); err != nil {
+		return err
+	}
+	p.mark = newMarker(p.syncMark)
+	return nil
+}
+
+// pgSchemaVersion is the highest migration the database records, 0 for
+// one without our schema.
+func pgSchemaVersion(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('schema_migrations') IS NOT NULL").Scan(&exists); err != nil {
+		return 0, fmt.Errorf("store: read the schema version: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v int
+	if err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: read the schema version: %w", err)
+	}
+	return v, nil
+}
+
+// syncMark is the marker's round: it advances this replica's row, then
+// copies it into the mark file.
+func (p *Postgres) syncMark(markState) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pgMarkTimeout)
+	defer cancel()
+	var seq int64
+	var at time.Time
+	err := p.pool.QueryRow(ctx, "UPDATE replica_marks SET seq = seq + 1, at = now() WHERE replica = $1 RETURNING seq, at", p.replica).Scan(&seq, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errors.New("this replica's row of replica_marks is gone: the database was reset or replaced while it ran")
+	}
+	if err != nil {
+		return err
+	}
+	return p.mfile.write(markState{identity: p.identity, seq: uint64(seq), at: at.UTC()})
+}
+
+// marked returns once the high-water mark covers the writes this
+// goroutine committed (at once without a mark).
+func (p *Postgres) marked(ctx context.Context) error {
+	if p.mark == nil {
+		return nil
+	}
+	return p.mark.wait(ctx)
+}
+
+// AcceptedLoss is the loss this store accepted when it opened
+// (MarkOptions.AcceptDataLoss), or nil.
+func (p *Postgres) AcceptedLoss() *DataLossError { return p.accepted }
 
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 	ms, err := migrations("postgres")
@@ -189,7 +344,7 @@ func (p *Postgres) CreateSession(ctx context.Context, s store.Session) error {
 	if err != nil {
 		return p.err("create session", err)
 	}
-	return nil
+	return p.marked(ctx)
 }
 
 // SessionByTokenHash implements [Store].
@@ -218,7 +373,7 @@ func (p *Postgres) SetPassphrase(ctx context.Context, pseudonym, encodedHash str
 	if err != nil {
 		return p.err("set passphrase", err)
 	}
-	return nil
+	return p.marked(ctx)
 }
 
 // Passphrase implements [Store].
@@ -254,7 +409,7 @@ func (p *Postgres) DeleteSession(ctx context.Context, tokenHash []byte) error {
 	if tag.RowsAffected() == 0 {
 		return store.ErrNotFound
 	}
-	return nil
+	return p.marked(ctx)
 }
 
 // DeleteSessionsOf implements [Store].
@@ -268,7 +423,7 @@ func (p *Postgres) DeleteSessionsOf(ctx context.Context, pseudonym string, keep 
 	if err != nil {
 		return 0, p.err("delete sessions", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(tag.RowsAffected()), p.marked(ctx)
 }
 
 // CreateRequest implements [Store]. The request is stored as
@@ -285,7 +440,7 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 		if _, err := p.pool.Exec(ctx, insert, r.ID, r.Owner, r.Kind, r.Input, r.Sealed, r.Affinity, created); err != nil {
 			return p.err("create request", err)
 		}
-		return nil
+		return p.marked(ctx)
 	}
 	// The delivery exists as soon as the request does: one transaction.
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
@@ -299,7 +454,7 @@ func (p *Postgres) CreateRequest(ctx context.Context, r store.Request) error {
 	if err != nil {
 		return p.err("create request", err)
 	}
-	return nil
+	return p.marked(ctx)
 }
 
 const pgRequestCols = `id, owner, kind, status, input, sealed, result, error, attempts,
@@ -407,7 +562,7 @@ func (p *Postgres) DeleteRequest(ctx context.Context, owner, id string) error {
 	if tag.RowsAffected() == 0 {
 		return store.ErrNotFound
 	}
-	return nil
+	return p.marked(ctx)
 }
 
 // Claim implements [Store] with SELECT … FOR UPDATE SKIP LOCKED, so that
@@ -552,7 +707,7 @@ func (p *Postgres) finish(ctx context.Context, id, worker, status, col string, v
 	if tag.RowsAffected() == 0 {
 		return store.ErrLeaseLost
 	}
-	return nil
+	return p.marked(ctx)
 }
 
 // EraseSealedBefore implements [Store].
@@ -582,9 +737,14 @@ func (p *Postgres) EraseEndedBefore(ctx context.Context, t, now time.Time, limit
 // Close waits for the connections in use to be released and closes them.
 // Methods called after Close return ErrClosed.
 func (p *Postgres) Close() error {
+	var err error
 	p.once.Do(func() {
 		p.closed.Store(true)
+		if p.mark != nil {
+			p.mark.close() // a last round, before the pool goes
+		}
 		p.pool.Close()
+		err = p.mfile.close()
 	})
-	return nil
+	return err
 }

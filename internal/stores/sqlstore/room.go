@@ -415,10 +415,16 @@ func (s *SQLite) runAlone(j *writeJob) error {
 		_, _ = w.exec("ROLLBACK")
 		return err
 	}
+	next, err := s.advance(w)
+	if err != nil {
+		_, _ = w.exec("ROLLBACK")
+		return err
+	}
 	if _, err := w.exec("COMMIT"); err != nil {
 		_, _ = w.exec("ROLLBACK")
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	s.pos = next
 	s.commits.Add(1)
 	return nil
 }

@@ -1,10 +1,13 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +33,17 @@ import (
 // survives a process kill or power loss (NORMAL, by contrast, only syncs at
 // checkpoints and may lose the last commits on power loss). This is what
 // lets the server answer 202 only after the request is on disk.
+//
+// A database can still go back in time when its files are damaged while
+// the store is not running — a write-ahead log deleted, truncated or
+// corrupted, a database file emptied or deleted — and SQLite opens what
+// is left as if it were the latest state. So every commit also advances
+// the database's commit count (store_mark), and a write returns only once
+// the high-water mark file beside the database (PATH-mark) records that
+// count, synced after the commit was (mark.go). Opening compares the two
+// and refuses a database behind its mark, or new where there was one
+// (OpenSQLiteWith); it also checkpoints the log and refuses a database
+// file cut short.
 //
 // # Group commit
 //
@@ -104,6 +118,14 @@ type SQLite struct {
 	// log without a background checkpoint in the way.
 	ckmu sync.Mutex
 	room *room // disk room for deletions (room.go)
+
+	// The high-water mark (mark.go): the database's position, advanced
+	// by the writer goroutine with every commit, the mark file, written
+	// by the marker goroutine, and the loss accepted at open, if any.
+	pos      markState
+	mfile    *markFile
+	mark     *marker
+	accepted *DataLossError
 }
 
 var _ store.Store = (*SQLite)(nil)
@@ -120,7 +142,20 @@ const maxGroupCommit = 256
 // with mode 0600 and a missing parent directory with mode 0700; existing
 // ones keep their modes. The path must be a plain file name (no URI, no
 // "?"), and not ":memory:": the store is meant to be durable.
+//
+// The database's high-water mark is kept in path+"-mark" (see
+// OpenSQLiteWith, which names another file and accepts a loss).
 func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	return OpenSQLiteWith(ctx, path, MarkOptions{})
+}
+
+// OpenSQLiteWith is OpenSQLite with the options of the database's durable
+// high-water mark (see the type's Durability section). A database that
+// lost acknowledged commits, or is new while its mark or the
+// installation says it held data, is refused with a *DataLossError
+// (errors.Is store.ErrDataLoss) unless o.AcceptDataLoss; so is a damaged
+// database file, accepted or not.
+func OpenSQLiteWith(ctx context.Context, path string, o MarkOptions) (*SQLite, error) {
 	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("%w: sqlite path must be a plain file name", store.ErrInvalid)
 	}
@@ -133,12 +168,20 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	// Create the file ourselves so that it is 0600 from the first byte;
 	// SQLite gives the -wal and -shm files the database file's mode.
+	_, statErr := os.Stat(abs)
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: create database file: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("store: create database file: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// The new file's name must be as durable as what is committed
+		// to it, or a crash could lose the database but keep its mark.
+		if err := syncDir(filepath.Dir(abs)); err != nil {
+			return nil, fmt.Errorf("store: create database file: %w", err)
+		}
 	}
 
 	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", sqliteBusyTimeout.Milliseconds())
@@ -159,6 +202,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	s.wdb.SetConnMaxLifetime(0)
 	s.wdb.SetConnMaxIdleTime(0)
 	fail := func(err error) (*SQLite, error) {
+		_ = s.mfile.close()
 		if s.wconn != nil {
 			_ = s.wconn.Close()
 		}
@@ -173,12 +217,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	s.wconn, err = s.wdb.Conn(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("store: open sqlite: %w", err))
+		return fail(asDamaged(abs, fmt.Errorf("store: open sqlite: %w", err)))
 	}
 	if err := checkSQLitePragmas(ctx, s.wconn); err != nil {
-		return fail(err)
+		return fail(asDamaged(abs, err))
 	}
-	if err := migrateSQLite(ctx, s.wconn); err != nil {
+	if err := s.openMark(ctx, abs, o); err != nil {
 		return fail(err)
 	}
 	s.rdb, err = sql.Open("sqlite", abs+"?"+common+"&_pragma=query_only(1)")
@@ -188,7 +232,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	s.rdb.SetMaxOpenConns(4)
 	s.rdb.SetMaxIdleConns(4)
 	if err := s.rdb.PingContext(ctx); err != nil {
-		return fail(fmt.Errorf("store: open sqlite: %w", err))
+		return fail(asDamaged(abs, fmt.Errorf("store: open sqlite: %w", err)))
 	}
 	s.ckdb, err = sql.Open("sqlite", abs+"?"+fmt.Sprintf("_pragma=busy_timeout(%d)", ckBusyTimeout.Milliseconds())+
 		"&_pragma=synchronous(FULL)")
@@ -204,9 +248,211 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	s.room = newRoom(abs, s.rdb, pageSize)
 	s.room.checkpoint = s.checkpointNow
 	s.w = &writeConn{c: s.wconn, stmts: map[string]*sql.Stmt{}}
+	s.mark = newMarker(s.syncMark)
 	go s.writer()
 	go s.checkpointer()
 	return s, nil
+}
+
+// openMark migrates the database between the two halves of the check of
+// its high-water mark (mark.go): a database without a schema is judged
+// before anything is written to it, so that refusing it leaves it as it
+// was; the rest once the schema, and its store_mark row, are there. It
+// then checks that the database file is whole, records an accepted
+// loss, and brings the mark file up to the database.
+func (s *SQLite) openMark(ctx context.Context, abs string, mo MarkOptions) error {
+	version, err := sqliteSchemaVersion(ctx, s.wconn)
+	if err != nil {
+		return asDamaged(abs, fmt.Errorf("store: read the schema version: %w", err))
+	}
+	o := opened{database: "sqlite:" + abs, mark: mo.Path, installed: mo.Installed, dbNew: version == 0}
+	if o.mark == "" {
+		o.mark = abs + "-mark"
+	}
+	var gen uint64
+	o.file, gen, o.fileExists, o.fileErr = readMark(o.mark)
+	if o.dbNew {
+		if loss := o.verdict(); loss != nil && !mo.AcceptDataLoss {
+			return loss
+		}
+	}
+	if err := migrateSQLite(ctx, s.wconn); err != nil {
+		return asDamaged(abs, err)
+	}
+	var marked int
+	var at int64
+	err = s.wconn.QueryRowContext(ctx, "SELECT identity, seq, at, marked FROM store_mark WHERE id = 1").
+		Scan(&o.db.identity, &o.db.seq, &at, &marked)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = errors.New("its store_mark row is missing")
+	}
+	if err != nil {
+		return asDamaged(abs, fmt.Errorf("store: read the high-water mark: %w", err))
+	}
+	if at != 0 {
+		o.db.at = fromMicros(at)
+	}
+	o.dbMarked = marked != 0
+	loss := o.verdict()
+	if loss != nil && !mo.AcceptDataLoss {
+		return loss
+	}
+	if err := checkWhole(ctx, s.wconn, abs); err != nil {
+		return err
+	}
+	s.pos = o.db
+	if loss != nil {
+		if err := s.openWrite(ctx, "INSERT INTO data_loss_accepted (at, kind, detail) VALUES (?, ?, ?)",
+			time.Now().UnixMicro(), loss.Kind.String(), loss.Error()); err != nil {
+			return fmt.Errorf("store: record the accepted loss: %w", err)
+		}
+		s.accepted = loss
+	}
+	// The mark file comes first, the flag that the database has one
+	// second: a crash in between leaves a mark and an unflagged
+	// database, which opens.
+	if s.mfile, err = openMarkFile(o.mark, s.pos, gen, o.fileExists, o.fileErr != nil); err != nil {
+		return err
+	}
+	if !o.dbMarked {
+		if err := s.openWrite(ctx, "UPDATE store_mark SET marked = 1 WHERE id = 1"); err != nil {
+			return fmt.Errorf("store: high-water mark: %w", err)
+		}
+		return s.mfile.write(s.pos)
+	}
+	return nil
+}
+
+// openWrite commits one statement while the store opens, before the
+// writer goroutine runs, advancing the database's position with it.
+func (s *SQLite) openWrite(ctx context.Context, q string, args ...any) (err error) {
+	if _, err := s.wconn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_, _ = s.wconn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	if _, err := s.wconn.ExecContext(ctx, q, args...); err != nil {
+		return err
+	}
+	next := markState{identity: s.pos.identity, seq: s.pos.seq + 1, at: time.Now()}
+	if _, err := s.wconn.ExecContext(ctx, "UPDATE store_mark SET seq = ?, at = ? WHERE id = 1", next.seq, next.at.UnixMicro()); err != nil {
+		return err
+	}
+	if _, err := s.wconn.ExecContext(ctx, "COMMIT"); err != nil {
+		return err
+	}
+	s.pos = next
+	return nil
+}
+
+// advance writes the position of the commit being made, in the writer's
+// transaction; the caller sets s.pos to next once it has committed.
+func (s *SQLite) advance(w *writeConn) (next markState, err error) {
+	next = markState{identity: s.pos.identity, seq: s.pos.seq + 1, at: time.Now()}
+	if _, err := w.exec("UPDATE store_mark SET seq = ?, at = ? WHERE id = 1", next.seq, next.at.UnixMicro()); err != nil {
+		return markState{}, fmt.Errorf("store: high-water mark: %w", err)
+	}
+	return next, nil
+}
+
+// syncMark is the marker's sync: it writes need, the newest commit's
+// position, to the mark file, unless the file already covers it.
+func (s *SQLite) syncMark(need markState) error {
+	if need.seq <= s.mfile.last.seq {
+		return nil
+	}
+	return s.mfile.write(need)
+}
+
+// AcceptedLoss is the loss this store accepted when it opened
+// (MarkOptions.AcceptDataLoss), or nil.
+func (s *SQLite) AcceptedLoss() *DataLossError { return s.accepted }
+
+// sqliteSchemaVersion is the highest migration the database records, 0
+// for a database without a schema (new, or an empty file).
+func sqliteSchemaVersion(ctx context.Context, c *sql.Conn) (int, error) {
+	var n int
+	if err := c.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").Scan(&n); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	var v int
+	err := c.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&v)
+	return v, err
+}
+
+// checkWhole checkpoints the whole write-ahead log into the database file
+// and checks that the file then holds every page the database has: a file
+// cut short otherwise opens, and fails only when a missing page is read.
+// A reader of another process in the way of the checkpoint leaves the
+// check to the next open.
+func checkWhole(ctx context.Context, c *sql.Conn, abs string) error {
+	var busy, logPages, done int
+	if err := c.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done); err != nil {
+		return asDamaged(abs, fmt.Errorf("store: checkpoint: %w", err))
+	}
+	if busy != 0 {
+		return nil
+	}
+	var pages, pageSize int64
+	if err := c.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		return asDamaged(abs, fmt.Errorf("store: page count: %w", err))
+	}
+	if err := c.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		return asDamaged(abs, fmt.Errorf("store: page size: %w", err))
+	}
+	// The header's own count too, which SQLite ignores when it thinks
+	// it stale and then goes by the file's size.
+	if hdr, err := headerPages(abs); err == nil {
+		pages = max(pages, hdr)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if fi.Size() < pages*pageSize {
+		return &DataLossError{Kind: LossDamaged, Database: "sqlite:" + abs,
+			Err: fmt.Errorf("the file holds %d bytes but its %d pages take %d: it was cut short", fi.Size(), pages, pages*pageSize)}
+	}
+	return nil
+}
+
+// headerPages reads the page count of the database header at path, when
+// the header says it is current (its change counter matches the
+// version-valid-for number).
+func headerPages(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var h [100]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(h[24:28], h[92:96]) {
+		return 0, errors.New("header page count not current")
+	}
+	return int64(binary.BigEndian.Uint32(h[28:32])), nil
+}
+
+// asDamaged turns SQLite's errors for a damaged file (SQLITE_CORRUPT,
+// SQLITE_NOTADB) met while opening into a DataLossError of kind
+// LossDamaged; other errors pass unchanged.
+func asDamaged(abs string, err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return &DataLossError{Kind: LossDamaged, Database: "sqlite:" + abs, Err: se}
+		}
+	}
+	return err
 }
 
 // checkSQLitePragmas makes sure the durability settings took effect: a
@@ -560,9 +806,13 @@ func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 		for _, i := range alone {
 			errs[i] = s.recoverFreeing(batch[i])
 		}
+		// Each job is answered once the mark covers the commits so far
+		// (the marker's round runs while the next batch commits).
+		ws := make([]markWaiter, len(batch))
 		for i, j := range batch {
-			j.done <- errs[i]
+			ws[i] = markWaiter{done: j.done, err: errs[i]}
 		}
+		s.mark.after(s.pos, ws...)
 	}
 	abort := func(err error) []*writeJob {
 		_, _ = w.exec("ROLLBACK")
@@ -627,9 +877,14 @@ func (s *SQLite) commit(batch []*writeJob) []*writeJob {
 			return abort(fmt.Errorf("store: release savepoint: %w", err))
 		}
 	}
+	next, err := s.advance(w)
+	if err != nil {
+		return abort(err)
+	}
 	if _, err := w.exec("COMMIT"); err != nil {
 		return abort(fmt.Errorf("store: commit: %w", err))
 	}
+	s.pos = next
 	s.commits.Add(1)
 	s.batched.Add(uint64(len(batch)))
 	finish()
@@ -1234,9 +1489,10 @@ func (s *SQLite) Close() error {
 		s.closed.Store(true)
 		close(s.quit)
 		<-s.done
+		s.mark.close()
 		<-s.ckdone
 		_, _ = s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
-		s.cerr = errors.Join(s.w.close(), s.wconn.Close(), s.rdb.Close(), s.ckdb.Close(), s.wdb.Close())
+		s.cerr = errors.Join(s.w.close(), s.wconn.Close(), s.rdb.Close(), s.ckdb.Close(), s.wdb.Close(), s.mfile.close())
 	})
 	return s.cerr
 }
