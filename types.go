@@ -171,6 +171,10 @@ type Result struct {
 	// any entry. Present for OutputFHIRR4, OutputFHIRR4Deidentified and
 	// OutputFHIRR4IPS.
 	DisclosureKey string `json:"disclosureKey,omitempty"`
+	// Coverage (extension) is what a fetched record was assembled from,
+	// as the attestation bundle's claims state it; absent for
+	// POST /v1/process.
+	Coverage *Coverage `json:"coverage,omitempty"`
 }
 
 // Request is the record of GET /v1/requests/{id}.
@@ -246,6 +250,10 @@ type VerifyDetails struct {
 	OutputDigest string    `json:"outputDigest,omitempty"`
 	Source       string    `json:"source,omitempty"` // SourceMPCTLS or SourceRaw
 	PortalHost   string    `json:"portalHost,omitempty"`
+	// Coverage is what a fetched record was assembled from, as the signed
+	// claims state it (DESIGN §4); absent for a raw submission and for a
+	// bundle whose claims record none (made before coverage was signed).
+	Coverage *Coverage `json:"coverage,omitempty"`
 	// Reasons lists every check that failed and every relaxation that applied.
 	Reasons []string `json:"reasons"`
 	// BundleVersion (extension) is the bundle format version.

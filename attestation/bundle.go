@@ -30,7 +30,7 @@ const bootEvidenceVersion = 1
 const (
 	MaxBundleSize           = 1 << 20   // whole bundle
 	MaxEvidenceSize         = 512 << 10 // TPM evidence carries the event log
-	MaxStatementSize        = 16 << 10  // COSE_Sign1 over the claims
+	MaxStatementSize        = 512 << 10 // COSE_Sign1 over the claims, a fetch's coverage included
 	MaxNotaryStatements     = 16
 	MaxNotaryStatementSize  = 32 << 10
 	MaxSPKISize             = 512

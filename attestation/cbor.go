@@ -24,11 +24,14 @@ func mustEncMode() cbor.EncMode {
 
 func mustDecMode() cbor.DecMode {
 	dm, err := cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		MaxNestedLevels:   8,
-		MaxArrayElements:  256,
+		DupMapKey:       cbor.DupMapKeyEnforcedAPF,
+		IndefLength:     cbor.IndefLengthForbidden,
+		TagsMd:          cbor.TagsForbidden,
+		MaxNestedLevels: 8,
+		// A fetch's coverage lists up to 4096 requests; every other array
+		// is bounded far lower by its own check. Each element costs input
+		// bytes, which every caller bounds first.
+		MaxArrayElements:  4096,
 		MaxMapPairs:       32,
 		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 		UTF8:              cbor.UTF8RejectInvalid,

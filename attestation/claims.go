@@ -45,6 +45,10 @@ type Claims struct {
 	// FHIRPath query over a normalised record. Bundle version 2 and later
 	// only.
 	Query *QueryClaim
+	// Coverage, when set, says what a fetched record was assembled from
+	// (mpc-tls sources only). Claims made before it was signed have none;
+	// they still verify, and say nothing of how complete the record is.
+	Coverage *acds.Coverage
 }
 
 // EntryCommitment is the Merkle commitment to an output's entries: the
@@ -97,6 +101,9 @@ type wireClaims struct {
 	NotaryKey    []byte       `cbor:"7,keyasint,omitempty"`
 	Entries      *wireEntries `cbor:"8,keyasint,omitempty"`
 	Query        *wireQuery   `cbor:"9,keyasint,omitempty"`
+	// Coverage is encoded by acds.Coverage's own cbor tags: the type is
+	// declared once, in the wire contract.
+	Coverage *acds.Coverage `cbor:"10,keyasint,omitempty"`
 }
 
 type wireEntries struct {
@@ -124,7 +131,60 @@ type wireSession struct {
 const (
 	maxClaimString = 2048
 	maxSessions    = MaxNotaryStatements
+	// maxCoverageRequests bounds a coverage's requests: the connector's
+	// default bound on a record's FHIR responses is 2000.
+	maxCoverageRequests = 4096
+	// maxCoverageTypes bounds its unsupported types (R4 has 146).
+	maxCoverageTypes = 256
 )
+
+// checkCoverage checks a coverage's structure: request lines of 1 to
+// 2048 bytes, HTTP statuses, at least one page per request, no negative
+// counts, and unsupported types named as FHIR types, sorted and distinct.
+func checkCoverage(c *acds.Coverage) error {
+	if c == nil {
+		return nil
+	}
+	if len(c.Requests) == 0 {
+		return malformed("claims", "coverage.requests", "a fetched record needs at least one request")
+	}
+	if len(c.Requests) > maxCoverageRequests {
+		return &FieldError{Struct: "claims", Field: "coverage.requests", Reason: "too many", Err: ErrTooLarge}
+	}
+	for i, r := range c.Requests {
+		switch {
+		case r.RequestLine == "" || len(r.RequestLine) > maxClaimString:
+			return malformed("claims", fmt.Sprintf("coverage.requests[%d].requestLine", i), "want 1 to 2048 bytes")
+		case r.Status < 100 || r.Status > 599:
+			return malformed("claims", fmt.Sprintf("coverage.requests[%d].status", i), "want an HTTP status")
+		case r.Pages < 1 || r.Entries < 0:
+			return malformed("claims", fmt.Sprintf("coverage.requests[%d]", i), "want at least one page and no negative count")
+		}
+	}
+	if len(c.Unsupported) > maxCoverageTypes {
+		return &FieldError{Struct: "claims", Field: "coverage.unsupported", Reason: "too many", Err: ErrTooLarge}
+	}
+	for i, t := range c.Unsupported {
+		if !resourceTypeName(t) || (i > 0 && c.Unsupported[i-1] >= t) {
+			return malformed("claims", fmt.Sprintf("coverage.unsupported[%d]", i), "want distinct resource type names, sorted")
+		}
+	}
+	return nil
+}
+
+// resourceTypeName reports whether s has the syntax of a FHIR resource
+// type name: an upper-case letter, then 1 to 63 letters.
+func resourceTypeName(s string) bool {
+	if len(s) < 2 || len(s) > 64 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for _, c := range []byte(s[1:]) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
 
 // Digest returns "sha256:<lowercase hex>" of b, the digest format of claims.
 func Digest(b []byte) string {
@@ -152,6 +212,7 @@ func (c *Claims) toWire() (*wireClaims, error) {
 		IssuedAt:     c.IssuedAt.Unix(),
 		Measurement:  c.Measurement,
 		NotaryKey:    c.NotaryKey,
+		Coverage:     c.Coverage,
 	}
 	if c.Entries != nil {
 		w.Entries = &wireEntries{Root: c.Entries.Root, Count: c.Entries.Count}
@@ -174,6 +235,7 @@ func (w *wireClaims) toClaims() *Claims {
 		IssuedAt:     time.Unix(w.IssuedAt, 0).UTC(),
 		Measurement:  w.Measurement,
 		NotaryKey:    w.NotaryKey,
+		Coverage:     w.Coverage,
 	}
 	if w.Entries != nil {
 		c.Entries = &EntryCommitment{Root: w.Entries.Root, Count: w.Entries.Count}
@@ -224,8 +286,14 @@ func (w *wireClaims) check() error {
 			return err
 		}
 	}
+	if err := checkCoverage(w.Coverage); err != nil {
+		return err
+	}
 	switch w.Source.Kind {
 	case acds.SourceRaw:
+		if w.Coverage != nil {
+			return malformed("claims", "coverage", "a raw source was not fetched")
+		}
 		if len(w.Source.Sessions) != 0 {
 			return malformed("claims", "source.sessions", "raw source has no sessions")
 		}

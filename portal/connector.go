@@ -46,7 +46,7 @@ func (Credentials) LogValue() slog.Value { return slog.StringValue("[redacted]")
 type Request struct {
 	SystemType  string      // one of acds.SystemTypes
 	PortalURL   string      // the FHIR base URL, e.g. https://portal.example/fhir
-	RecordID    string      // the Patient id; empty means the token's patient context (smart-*)
+	RecordID    string      // the Patient id; empty means the token's patient context (smart-* and demo only)
 	Credentials Credentials // the login
 }
 
@@ -103,9 +103,11 @@ type Record struct {
 	Pages int
 	// Resources is the number of resources in FHIR.
 	Resources int
-	// Everything is true when $everything answered, false when the record
-	// was assembled from per-type searches.
-	Everything bool
+	// Coverage says what the record was assembled from: $everything or
+	// the compartment's searches, every FHIR API request with its status,
+	// pages and entries, and the compartment types the portal does not
+	// search.
+	Coverage *acds.Coverage
 }
 
 // Connector logs in to clinical portals and fetches patient records over
@@ -238,6 +240,18 @@ func checkCredentials(systemType string, c Credentials) error {
 // for a recordId that is not a FHIR id.
 var ErrInvalidRecordID = errors.New("recordId must be a FHIR id: 1 to 64 characters from A-Z, a-z, 0-9, '-' and '.'")
 
+// ErrRecordIDRequired is wrapped (with ErrInvalidRequest) by the error
+// for an empty recordId on a connector whose login names no patient
+// (fhir-basic): only a SMART login's patient context can stand for it.
+var ErrRecordIDRequired = errors.New("recordId is required for fhir-basic: its login names no patient, so an empty recordId cannot mean the patient of the login")
+
+// loginNamesPatient reports whether the login of systemType can name the
+// record's patient (the token response's patient context), so that an
+// empty recordId means that patient.
+func loginNamesPatient(systemType string) bool {
+	return systemType == acds.SystemSMARTPassword || systemType == acds.SystemSMARTForm || systemType == acds.SystemDemo
+}
+
 // CheckRecordID returns an error wrapping ErrInvalidRequest and
 // ErrInvalidRecordID when id is not a FHIR id (1 to 64 characters from
 // A-Z, a-z, 0-9, '-' and '.'), the only ids the connectors fetch. It is
@@ -250,15 +264,17 @@ func CheckRecordID(id string) error {
 }
 
 // Admit decides, without any network access, whether req can be
-// fetched at all: a supported systemType, a recordId that is empty (the
-// token's patient context, smart-* only) or passes CheckRecordID, a
-// username and a password, and a portal URL that the Guard's CheckURL
-// allows. Fetch starts with exactly this check, so a request Admit
-// accepts fails later only for what needs the portal (its name, its
-// addresses at connect time, its answers). The errors are those of
-// Fetch: they wrap ErrUnsupportedSystemType, ErrInvalidRequest (with
-// ErrInvalidRecordID for a bad recordId, ErrMalformedURL for a portalUrl
-// that is not an absolute URL with a host) or ErrForbidden.
+// fetched at all: a supported systemType, a recordId that passes
+// CheckRecordID or is empty where the login names the patient (the
+// token's patient context: smart-* and demo), a username and a password,
+// and a portal URL that the Guard's CheckURL allows. Fetch starts with
+// exactly this check, so a request Admit accepts fails later only for
+// what needs the portal (its name, its addresses at connect time, its
+// answers). The errors are those of Fetch: they wrap
+// ErrUnsupportedSystemType, ErrInvalidRequest (with ErrInvalidRecordID
+// for a bad recordId, ErrRecordIDRequired for an empty one on fhir-basic,
+// ErrMalformedURL for a portalUrl that is not an absolute URL with a
+// host) or ErrForbidden.
 func (c *Connector) Admit(req Request) error {
 	return redactorFor(req).wrap(c.admit(req))
 }
@@ -270,7 +286,10 @@ func (c *Connector) admit(req Request) error {
 		red := redactorFor(req)
 		return &Error{Kind: ErrUnsupportedSystemType, Detail: fmt.Sprintf("%q; supported: %s", red.detail(req.SystemType), strings.Join(acds.SystemTypes(), ", "))}
 	}
-	if req.RecordID != "" {
+	switch {
+	case req.RecordID == "" && !loginNamesPatient(req.SystemType):
+		return &Error{Kind: ErrInvalidRequest, Err: ErrRecordIDRequired}
+	case req.RecordID != "":
 		if err := CheckRecordID(req.RecordID); err != nil {
 			return err
 		}
@@ -370,8 +389,11 @@ func (c *Connector) fetch(ctx context.Context, hc *http.Client, req Request, red
 	if id == "" {
 		id = s.patientContext
 	}
-	if !fhirID.MatchString(id) {
-		return nil, &Error{Kind: ErrInvalidRequest, Detail: "no recordId, and the portal gave no patient context"}
+	switch {
+	case id == "":
+		return nil, &Error{Kind: ErrRecordNotFound, Op: "patient context", Detail: "recordId is empty, and the portal's token names no patient"}
+	case !fhirID.MatchString(id):
+		return nil, &Error{Kind: ErrResponseInvalid, Op: "patient context", Detail: "the token's patient is not a FHIR id"}
 	}
 	return s.fetchRecord(ctx, id)
 }

@@ -50,14 +50,15 @@ func TestEveryFlowFetchesTheRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.Resources != want.Resources || !rec.Everything {
-				t.Errorf("got %d resources (everything %v), want %d", rec.Resources, rec.Everything, want.Resources)
+			if rec.Resources != want.Resources || !rec.Coverage.Everything {
+				t.Errorf("got %d resources (everything %v), want %d", rec.Resources, rec.Coverage.Everything, want.Resources)
 			}
 			if rec.Pages < 2 {
 				t.Errorf("read %d pages; the test wants paging", rec.Pages)
 			}
-			if rec.Host != "localhost" || !strings.HasPrefix(rec.RequestLines[0], "GET /fhir/Patient/"+want.ID+"/$everything?") {
-				t.Errorf("host %q, first request %q", rec.Host, rec.RequestLines[0])
+			if rec.Host != "localhost" || rec.RequestLines[0] != "GET /fhir/metadata HTTP/1.1" ||
+				!strings.HasPrefix(rec.RequestLines[1], "GET /fhir/Patient/"+want.ID+"/$everything?") {
+				t.Errorf("host %q, first requests %q", rec.Host, rec.RequestLines[:2])
 			}
 			if out := fhir.Validate(rec.FHIR); out.HasErrors() {
 				t.Errorf("fetched bundle is invalid: %v", out.Issues[0])

@@ -18,8 +18,9 @@
 //		SystemType: "smart-form", PortalURL: "https://portal.example/fhir",
 //		RecordID: "123", Credentials: portal.Credentials{Username: u, Password: p},
 //	})
-//	// res.FHIR: one collection Bundle; res.NotaryStatements: one signed
-//	// statement per TLS connection; res.RequestLines[0]: the first FHIR request.
+//	// res.FHIR: one collection Bundle; res.Sessions: one per TLS connection,
+//	// each with its notary statement, request lines and proof;
+//	// res.Coverage: what the record was assembled from.
 //	code := portal.ProblemCode(err) // "portal-auth-failed", "record-not-found", …
 //
 // Each Fetch gets a fresh transport (for Notarized, a fresh prover.Dialer),
@@ -58,7 +59,9 @@
 //     checked, and its iss (RFC 9207) is checked against the issuer when
 //     the portal says it sends one or sends one anyway; the code is
 //     exchanged with the verifier. The token's patient context is the
-//     record when RecordID is empty.
+//     record when RecordID is empty (for smart-password too; fhir-basic,
+//     whose login names no patient, refuses an empty RecordID in Admit:
+//     ErrRecordIDRequired).
 //   - demo: the bundled demo portal, driven with the smart-form flow.
 //
 // The SMART client (client id, redirect URI, scope, and for confidential
@@ -89,14 +92,34 @@
 // is ErrResponseInvalid. The portal's error_description is kept in the
 // error's Detail, redacted and capped.
 //
-// Then the record is fetched: Patient/{id}/$everything and its next
-// links. When the portal has no $everything (404, 400, 405 or 501 on its
-// first page), a read of Patient/{id} tells a missing operation (fall back)
-// from a missing patient (ErrRecordNotFound); the fallback searches each
-// US Core patient-compartment type with ?patient={id} and then reads the
-// resources those refer to (practitioners, organizations, medications),
-// two levels deep. Every resource appears once in the assembled Bundle.
-// Next links must stay on the portal's origin and must not loop.
+// Then the record is fetched as the portal's CapabilityStatement (GET
+// [base]/metadata) says it can be. Where it advertises
+// Patient/{id}/$everything (on Patient or as a system operation), that
+// and its next links; without a statement, $everything is tried, and a
+// 404, 400, 405, 410 or 501 on its first page has a read of Patient/{id}
+// tell a missing operation from a missing patient (ErrRecordNotFound).
+// Otherwise the Patient is read and every type of the R4 Patient
+// compartment (fhir/spec.PatientCompartment, generated from the
+// specification) is searched by each of its compartment parameters as
+// param=Patient/{id} — the types the statement lists with a search-type
+// interaction, by the parameters it lists; without a statement, all of
+// them, a first page that says the portal lacks the search leaving that
+// parameter out. Then the resources outside the compartment that the
+// record refers to (practitioners, organizations, locations,
+// medications…) are read, three rounds deep, and references to
+// compartment types the portal does not search are read and kept when
+// they belong to the patient. Every resource a search returns must refer
+// to the patient at one of its type's compartment paths, and no resource
+// of $everything may be another patient's, so a portal that ignores a
+// search parameter cannot put other patients' records into this one. A
+// search that fails (an error status, a page that is not a Bundle, a next
+// link that leaves the portal's origin or loops, a Bundle.total counting
+// more matches than the pages held) fails the fetch with an error naming
+// the request. Record.Coverage (acds.Coverage) says what the
+// record was assembled from: $everything or searches, every FHIR API
+// request with its status, pages and entries, and the compartment types
+// the portal does not search. Every resource appears once in the
+// assembled Bundle.
 //
 // # Limits, retries and errors
 //
@@ -125,8 +148,9 @@
 // ErrNotarization, the service's side.
 //
 // Connector.Admit (and Fetcher.Admit) is the part of Fetch that needs no
-// network: systemType, the recordId rule (CheckRecordID, a FHIR id),
-// credentials present and Guard.CheckURL. The service calls it when a
+// network: systemType, the recordId rule (CheckRecordID, a FHIR id, or
+// empty where the login names the patient), credentials present and
+// Guard.CheckURL. The service calls it when a
 // request arrives, so acceptance and the fetch decide alike.
 //
 // # The SSRF guard

@@ -104,14 +104,14 @@ func ProblemCode(err error) string {
 // ProblemField returns the request field an error of Admit is about,
 // for the problem's field errors: "portalUrl" for ErrForbidden and
 // ErrMalformedURL, "recordId"
-// for ErrInvalidRecordID, "systemType" for ErrUnsupportedSystemType,
+// for ErrInvalidRecordID and ErrRecordIDRequired, "systemType" for ErrUnsupportedSystemType,
 // "username" and "password" for ErrInvalidUsername and ErrInvalidPassword,
 // and "" for any other error.
 func ProblemField(err error) string {
 	switch {
 	case errors.Is(err, ErrForbidden), errors.Is(err, ErrMalformedURL):
 		return "portalUrl"
-	case errors.Is(err, ErrInvalidRecordID):
+	case errors.Is(err, ErrInvalidRecordID), errors.Is(err, ErrRecordIDRequired):
 		return "recordId"
 	case errors.Is(err, ErrUnsupportedSystemType):
 		return "systemType"

@@ -48,7 +48,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(rec.Host, rec.Resources, rec.Everything)
+	fmt.Println(rec.Host, rec.Resources, rec.Coverage.Everything)
 
 	// A wrong password is a typed error with a problem code.
 	req.Credentials.Password = "wrong"

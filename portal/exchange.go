@@ -32,6 +32,7 @@ type exchange struct {
 	header http.Header
 	body   []byte
 	url    *url.URL // the final URL, after redirects
+	line   string   // the request line sent (its last attempt's), for FHIR API exchanges
 }
 
 // retryable classes of failure.
@@ -168,9 +169,11 @@ func (s *session) once(ctx context.Context, op string, data bool, build func(ctx
 		return nil, &Error{Kind: ErrInvalidRequest, Op: op, Err: err}, -1
 	}
 	req.Header.Set("Accept-Encoding", "identity")
+	line := ""
 	if data {
+		line = requestLine(req)
 		s.pages++
-		s.lines = append(s.lines, requestLine(req))
+		s.lines = append(s.lines, line)
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
@@ -202,7 +205,7 @@ func (s *session) once(ctx context.Context, op string, data bool, build func(ctx
 		}
 		return nil, e, wait
 	}
-	return &exchange{status: resp.StatusCode, header: resp.Header, body: body, url: resp.Request.URL}, nil, 0
+	return &exchange{status: resp.StatusCode, header: resp.Header, body: body, url: resp.Request.URL, line: line}, nil, 0
 }
 
 // readBody reads at most max bytes of resp's body. When the portal

@@ -29,7 +29,7 @@ func TestFallbackWithoutEverything(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.Everything {
+			if rec.Coverage.Everything {
 				t.Fatal("Everything is true on a portal without $everything")
 			}
 			// Every compartment resource comes from the searches; the

@@ -82,7 +82,7 @@ func BenchmarkFetch1MB(b *testing.B) {
 		t2 := time.Now()
 		plain += t1.Sub(t0)
 		notarized += t2.Sub(t1)
-		fhirBytes, sessions = len(res.FHIR), len(res.NotaryStatements)
+		fhirBytes, sessions = len(res.FHIR), len(res.Sessions)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(plain)/1e6/n, "plain-ms/op")

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+
 	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acds-project/acds"
+
 	"github.com/acds-project/acds/mpctls/prover"
 )
 
@@ -24,10 +27,13 @@ var ErrNotarization = errors.New("notarization failed")
 
 // Transport is the HTTP transport of one fetch. Finish is called once,
 // after the last exchange, whether the fetch succeeded or not: it closes
-// the connections and returns one proof per TLS connection.
+// the connections and returns one Session per TLS connection, in dial
+// order, each with its Proof and, when the transport knows them, the
+// request lines it carried (Host and Statement may be left to the
+// Fetcher, which takes them from the Proof).
 type Transport interface {
 	http.RoundTripper
-	Finish(ctx context.Context) ([]*prover.Result, error)
+	Finish(ctx context.Context) ([]Session, error)
 }
 
 // TransportFactory makes the Transport of one fetch.
@@ -105,42 +111,58 @@ func (t *notarizedTransport) RoundTrip(req *http.Request) (*http.Response, error
 	return t.Transport.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 }
 
-// RequestLines are the request lines sent in the session of that id.
-func (t *notarizedTransport) RequestLines(sessionID string) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.lines[sessionID])
-}
-
 // Finish closes the sessions' connections, finalizes the sessions and
 // then closes the prover's control connections to the notary: the
-// transport serves one fetch, and nothing of it stays open after.
-func (t *notarizedTransport) Finish(ctx context.Context) ([]*prover.Result, error) {
+// transport serves one fetch, and nothing of it stays open after. Each
+// session comes with the request lines sent in it.
+func (t *notarizedTransport) Finish(ctx context.Context) ([]Session, error) {
 	t.CloseIdleConnections()
 	defer t.d.CloseIdleConnections()
-	return t.d.FinalizeAll(ctx)
+	proofs, err := t.d.FinalizeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Session, len(proofs))
+	for i, p := range proofs {
+		out[i] = Session{Proof: p}
+		if p != nil {
+			out[i].RequestLines = slices.Clone(t.lines[p.SessionID])
+		}
+	}
+	return out, nil
 }
 
 // Result is a record fetched through notarized TLS sessions.
 type Result struct {
 	FHIR []byte // the record: a collection Bundle
 	Host string // the portal host
-	// RequestLines are all FHIR API requests in order; the first is the
-	// record's request ("GET /fhir/Patient/7/$everything HTTP/1.1").
+	// RequestLines are all FHIR API requests in order, the first being the
+	// read of the portal's CapabilityStatement
+	// ("GET /fhir/metadata HTTP/1.1").
 	RequestLines []string
-	// NotaryStatements are the signed statements, one per TLS session,
-	// in dial order.
-	NotaryStatements [][]byte
-	// SessionRequestLines are the request lines sent in each session, in
-	// order, parallel to NotaryStatements (discovery, token and login
-	// requests as well as FHIR API ones); an entry is empty when the
-	// transport does not say (a Transport other than Notarized's).
-	SessionRequestLines [][]string
-	// Sessions are the prover's results, for presentations.
-	Sessions []*prover.Result
-	// Pages, Resources and Everything are as in Record.
+	// Sessions are the notarized TLS sessions, in dial order.
+	Sessions []Session
+	// Pages and Resources are as in Record.
 	Pages, Resources int
-	Everything       bool
+	// Coverage is as in Record: what the record was assembled from.
+	Coverage *acds.Coverage
+}
+
+// Session is one notarized TLS session of a fetch.
+type Session struct {
+	// Host is the server name of the session: the portal's host, or the
+	// host a login redirected to.
+	Host string
+	// Statement is the notary's signed statement of the session.
+	Statement []byte
+	// RequestLines are the request lines sent in it, in order: FHIR API
+	// requests, and the discovery, token and login requests of a SMART
+	// login. Empty when the transport does not say.
+	RequestLines []string
+	// Proof is the prover's result, for presentations.
+	Proof *prover.Result
 }
 
 // Fetcher fetches records through a fresh Transport per fetch and
@@ -223,23 +245,26 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, red redactor) (*Result
 	if len(sessions) == 0 {
 		return nil, &Error{Kind: ErrNotarization, Op: "finalize", Detail: "no notarized session"}
 	}
-	res := &Result{FHIR: rec.FHIR, Host: rec.Host, RequestLines: rec.RequestLines, Sessions: sessions,
-		Pages: rec.Pages, Resources: rec.Resources, Everything: rec.Everything}
-	lines, _ := tr.(interface {
-		RequestLines(sessionID string) []string
-	})
-	for _, s := range sessions {
-		res.NotaryStatements = append(res.NotaryStatements, s.Statement)
-		var l []string
-		if lines != nil {
-			l = lines.RequestLines(s.SessionID)
+	for i := range sessions {
+		ss := &sessions[i]
+		if ss.Proof == nil {
+			return nil, &Error{Kind: ErrNotarization, Op: "finalize", Detail: "a session without a proof"}
 		}
-		res.SessionRequestLines = append(res.SessionRequestLines, l)
+		if ss.Statement == nil {
+			ss.Statement = ss.Proof.Statement
+		}
+		if ss.Host == "" {
+			ss.Host = ss.Proof.Host
+		}
+		if ss.Host == "" {
+			ss.Host = rec.Host
+		}
 	}
-	return res, nil
+	return &Result{FHIR: rec.FHIR, Host: rec.Host, RequestLines: rec.RequestLines, Sessions: sessions,
+		Pages: rec.Pages, Resources: rec.Resources, Coverage: rec.Coverage}, nil
 }
 
 // String describes the result without its data.
 func (r *Result) String() string {
-	return fmt.Sprintf("%d bytes of FHIR from %s in %d pages over %d notarized sessions", len(r.FHIR), r.Host, r.Pages, len(r.NotaryStatements))
+	return fmt.Sprintf("%d bytes of FHIR from %s in %d pages over %d notarized sessions", len(r.FHIR), r.Host, r.Pages, len(r.Sessions))
 }

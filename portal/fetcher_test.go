@@ -56,26 +56,42 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 			if res.Resources != want.Resources || res.Host != portalHost {
 				t.Errorf("got %d resources from %q, want %d from %q", res.Resources, res.Host, want.Resources, portalHost)
 			}
-			if len(res.RequestLines) == 0 || !strings.HasPrefix(res.RequestLines[0], "GET /fhir/Patient/"+want.ID+"/$everything") {
+			if len(res.RequestLines) < 2 || res.RequestLines[0] != "GET /fhir/metadata HTTP/1.1" ||
+				!strings.HasPrefix(res.RequestLines[1], "GET /fhir/Patient/"+want.ID+"/$everything") {
 				t.Fatalf("request lines %q", res.RequestLines)
 			}
-			if len(res.NotaryStatements) == 0 || len(res.NotaryStatements) != len(res.Sessions) {
-				t.Fatalf("%d statements, %d sessions", len(res.NotaryStatements), len(res.Sessions))
+			if len(res.Sessions) == 0 {
+				t.Fatal("no sessions")
 			}
-			// Each session names the first request it carried, so the
-			// claims can say what every session was, not only the first.
-			if len(res.SessionRequestLines) != len(res.NotaryStatements) || !slices.Contains(slices.Concat(res.SessionRequestLines...), res.RequestLines[0]) {
-				t.Errorf("session request lines %q, want one list per statement including %q", res.SessionRequestLines, res.RequestLines[0])
-			}
-			for i, lines := range res.SessionRequestLines {
-				if len(lines) == 0 || !strings.HasSuffix(lines[0], " HTTP/1.1") {
-					t.Errorf("session %d request lines %q", i, lines)
+			// Each session names the requests it carried, so the claims
+			// can say what every session was, not only the first.
+			var carried []string
+			for i, s := range res.Sessions {
+				if len(s.RequestLines) == 0 || !strings.HasSuffix(s.RequestLines[0], " HTTP/1.1") || s.Host != portalHost || s.Proof == nil ||
+					!bytes.Equal(s.Statement, s.Proof.Statement) {
+					t.Errorf("session %d: host %q, request lines %q, proof %v", i, s.Host, s.RequestLines, s.Proof != nil)
 				}
+				carried = append(carried, s.RequestLines...)
+			}
+			for _, l := range res.RequestLines {
+				if !slices.Contains(carried, l) {
+					t.Errorf("no session carried %q", l)
+				}
+			}
+			// The coverage accounts for every page, starting with the
+			// CapabilityStatement's.
+			pages := 0
+			for _, r := range res.Coverage.Requests {
+				pages += r.Pages
+			}
+			if c := res.Coverage; !c.Everything || !c.CapabilityStatement || pages != res.Pages || c.Requests[0].RequestLine != res.RequestLines[0] {
+				t.Errorf("coverage %+v for %d pages", res.Coverage, res.Pages)
 			}
 			// Every statement is signed by the notary and names the portal;
 			// together the sessions carry exactly the record's bytes.
 			var disclosed []byte
-			for i, stmt := range res.NotaryStatements {
+			for i, sess := range res.Sessions {
+				stmt := sess.Statement
 				s, err := mpctls.VerifyStatement(stmt, keys, mpctls.Expect{SNI: portalHost})
 				if err != nil {
 					t.Fatalf("statement %d: %v", i, err)
@@ -83,7 +99,7 @@ func TestNotarizedFetchEndToEnd(t *testing.T) {
 				if s.SNI != portalHost {
 					t.Errorf("statement %d SNI %q", i, s.SNI)
 				}
-				pres, err := res.Sessions[i].PresentAll()
+				pres, err := sess.Proof.PresentAll()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -137,5 +153,36 @@ func TestNotarizedFetchFailures(t *testing.T) {
 	_, err = (&portal.Fetcher{}).Fetch(context.Background(), portal.Request{SystemType: acds.SystemFHIRBasic, PortalURL: base, RecordID: demoportal.PatientID(0), Credentials: demoCreds})
 	if !errors.Is(err, portal.ErrNotarization) {
 		t.Fatalf("no factory: %v", err)
+	}
+}
+
+// TestNotarizedCompartmentFetch: a record assembled from the compartment's
+// searches (no $everything, bare ids matching nothing) through notarized
+// sessions: the sessions carry every request the coverage lists, and the
+// coverage accounts for every page the fetch read.
+func TestNotarizedCompartmentFetch(t *testing.T) {
+	p, f, _ := notarizedSetup(t, demoportal.Options{Patients: 3, Failures: demoportal.Failures{NoEverything: true, BareIDBlind: true}}, notarytest.LoopbackOnly)
+	base := "https://" + portalHost + ":" + p.Port + "/fhir"
+	want := p.Patients()[2]
+	res, err := f.Fetch(context.Background(), portal.Request{SystemType: acds.SystemSMARTForm, PortalURL: base, RecordID: want.ID, Credentials: demoCreds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resources != want.Resources || res.Coverage.Everything {
+		t.Fatalf("%d resources (everything %v), want %d", res.Resources, res.Coverage.Everything, want.Resources)
+	}
+	var carried []string
+	for _, s := range res.Sessions {
+		carried = append(carried, s.RequestLines...)
+	}
+	pages := 0
+	for _, r := range res.Coverage.Requests {
+		pages += r.Pages
+		if !slices.Contains(carried, r.RequestLine) {
+			t.Errorf("no notarized session carried %q", r.RequestLine)
+		}
+	}
+	if pages != res.Pages || len(res.RequestLines) != res.Pages {
+		t.Errorf("coverage has %d pages, the fetch read %d in %d requests", pages, res.Pages, len(res.RequestLines))
 	}
 }

@@ -194,6 +194,7 @@ func FuzzScanPage(f *testing.F) {
 		` { "resourc\u0065Type" : "Bundle" , "entry" : [ { "resource" : { "id" : "x" } } ] , "entry" : null } `,
 		`{"resourceType":"Bundle","Entry":[{"resource":{}}]}`, `{"entry":{}}`, `{"entry":[1]}`, `{"link":[{"url":1}]}`,
 		`{"resourceType":1}`, `{"entry":[{"search":"x"}]}`, `[]`, `{"resourceType":"Bund`, `{"a":"\"}"}`,
+		`{"resourceType":"Bundle","total":3}`, `{"total":-1}`, `{"total":1.5}`, `{"total":"2"}`, `{"total":null,"total":7}`, `{"total":1e2}`,
 		`{"entry":[{"resource":{"resourceType":1,"id":"a"}},{"resource":[1]},{"resource":"x"},{"resource":{"i\u0064":"b","resourceType":"A"}}]}`,
 	} {
 		f.Add([]byte(s))
@@ -207,12 +208,12 @@ func FuzzScanPage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if (p.resourceType == "Bundle") != (want.resourceType == "Bundle") || p.next != want.next || len(p.entries) != len(want.entries) {
+		if (p.resourceType == "Bundle") != (want.resourceType == "Bundle") || p.next != want.next || p.total != want.total || len(p.entries) != len(want.entries) {
 			t.Fatalf("scanPage %q %q %d entries; encoding/json %q %q %d", p.resourceType, p.next, len(p.entries),
 				want.resourceType, want.next, len(want.entries))
 		}
 		for i := range p.entries {
-			if !bytes.Equal(p.entries[i].resource, want.entries[i].resource) || p.entries[i].outcome != want.entries[i].outcome {
+			if !bytes.Equal(p.entries[i].resource, want.entries[i].resource) || p.entries[i].outcome != want.entries[i].outcome || p.entries[i].include != want.entries[i].include {
 				t.Fatalf("entry %d: scanPage %q %v; encoding/json %q %v", i, p.entries[i].resource, p.entries[i].outcome,
 					want.entries[i].resource, want.entries[i].outcome)
 			}
@@ -236,7 +237,16 @@ func pageByEncodingJSON(b []byte) (*page, error) {
 	if top == nil {
 		return nil, errors.New("not an object")
 	}
-	var p page
+	p := page{total: -1}
+	if v, ok := top["total"]; ok {
+		var n *int
+		if err := json.Unmarshal(v, &n); err != nil {
+			return nil, err
+		}
+		if n != nil && *n >= 0 {
+			p.total = *n
+		}
+	}
 	if v, ok := top["resourceType"]; ok {
 		if err := json.Unmarshal(v, &p.resourceType); err != nil {
 			return nil, err
@@ -269,6 +279,7 @@ func pageByEncodingJSON(b []byte) (*page, error) {
 					return nil, err
 				}
 				pe.outcome = m != nil && m.Mode == "outcome"
+				pe.include = m != nil && m.Mode == "include"
 			}
 			p.entries = append(p.entries, pe)
 		}

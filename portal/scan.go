@@ -66,6 +66,7 @@ func resourceHeaderAt(raw []byte, i, depth int) (typ, id string, end int, err er
 type page struct {
 	resourceType string
 	next         string // the URL of the last link with relation "next"
+	total        int    // Bundle.total, the matches over all pages; -1 when absent
 	entries      []pageEntry
 }
 
@@ -73,6 +74,7 @@ type page struct {
 type pageEntry struct {
 	resource []byte // the resource's JSON; nil when the entry has none
 	outcome  bool   // search.mode is "outcome": an OperationOutcome, not data
+	include  bool   // search.mode is "include": not a match of the search
 	// typ and id are the resource's, read in the same walk; headerErr
 	// says the resource is not an object with string ones.
 	typ, id   string
@@ -89,9 +91,23 @@ type pageEntry struct {
 func scanPage(b []byte) (*page, error) {
 	// Depths: the page 0, its members 1, the entries 2, an entry's
 	// members 3, a resource's members 4.
-	var p page
+	p := page{total: -1}
 	end, err := jsonscan.Object(b, jsonscan.SkipSpace(b, 0), 0, func(key []byte, i int) (int, error) {
 		switch string(key) {
+		case "total":
+			end, err := jsonscan.Value(b, i, 1)
+			if err != nil {
+				return 0, err
+			}
+			var n *int
+			if err := json.Unmarshal(b[i:end], &n); err != nil {
+				return 0, err
+			}
+			p.total = -1
+			if n != nil && *n >= 0 {
+				p.total = *n
+			}
+			return end, nil
 		case "resourceType":
 			end, err := jsonscan.Value(b, i, 1)
 			if err != nil {
@@ -172,6 +188,7 @@ func scanPage(b []byte) (*page, error) {
 							return 0, err
 						}
 						pe.outcome = s != nil && s.Mode == "outcome"
+						pe.include = s != nil && s.Mode == "include"
 						return end, nil
 					}
 					return jsonscan.Value(b, i, 3)

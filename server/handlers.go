@@ -370,7 +370,8 @@ func newRequestID() string {
 
 func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	var req acds.FetchAndAttestRequest
-	if p := decodeBody(w, r, s.cfg.MaxBody, &req, false); p != nil {
+	body, p := readBody(w, r, s.cfg.MaxBody, &req, false)
+	if p != nil {
 		writeProblem(w, p)
 		return
 	}
@@ -382,7 +383,11 @@ func (s *Server) handleFetchAndAttest(w http.ResponseWriter, r *http.Request) {
 	}
 	need("systemType", req.SystemType)
 	need("portalUrl", req.PortalURL)
-	need("recordId", req.RecordID)
+	// recordId must be sent, but "" is a value: the patient of the login,
+	// which the Fetcher's admission allows where the login names one.
+	if !hasMember(body, "recordId") {
+		errs = append(errs, acds.FieldError{Field: "recordId", Message: "required (\"\" for the patient of the login, where the system type has one)"})
+	}
 	need("username", req.Username)
 	need("password", req.Password)
 	if req.OutputFormat == "" {
@@ -460,8 +465,10 @@ func (s *Server) admitProblem(err error, secrets ...string) *acds.Problem {
 	}
 	detail := portal.Redact(err.Error(), secrets...)
 	field := portal.ProblemField(err)
-	if field == "recordId" {
-		detail = portal.ErrInvalidRecordID.Error()
+	for _, e := range []error{portal.ErrInvalidRecordID, portal.ErrRecordIDRequired} {
+		if errors.Is(err, e) {
+			detail = e.Error() // the rule, without the value
+		}
 	}
 	p := acds.NewProblem(code, detail)
 	if field != "" {

@@ -188,5 +188,24 @@ func duplicateMember(body []byte) string {
 	return dup
 }
 
+// hasMember reports whether the JSON object body has a member named name,
+// compared as encoding/json matches names to fields (case-insensitively),
+// so that a field present but empty is told from one left out.
+func hasMember(body []byte, name string) bool {
+	i := jsonscan.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return false
+	}
+	found := false
+	_, _ = jsonscan.Object(body, i, 0, func(key []byte, i int) (int, error) {
+		if strings.EqualFold(string(key), name) {
+			found = true
+			return i, errDuplicate // the rest need not be read
+		}
+		return jsonscan.Value(body, i, 1)
+	})
+	return found
+}
+
 // errDuplicate stops duplicateMember's scan at the first repeated name.
 var errDuplicate = errors.New("duplicate member")

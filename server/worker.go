@@ -382,38 +382,37 @@ func (s *Server) attemptFetch(ctx context.Context, req *store.Request) (*acds.Re
 		s.metrics.fetchOutcome(in.SystemType, acds.ProblemPortalUnavailable, 0)
 		return nil, acds.NewProblem(acds.ProblemPortalUnavailable, "fetching the record from the portal failed: "+detail), nil
 	}
-	s.metrics.fetchOutcome(in.SystemType, "ok", len(fetched.NotaryStatements))
-	claims := mpctlsClaims(fetched)
+	s.metrics.fetchOutcome(in.SystemType, "ok", len(fetched.Sessions))
+	claims, statements := mpctlsClaims(fetched)
 	claims.Query = queryClaim(in.Query) // query.go
-	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, claims, fetched.NotaryStatements)
+	return s.finish(ctx, req.ID, in.OutputFormat, fetched.FHIR, fetched.Host, claims, statements)
 }
 
-// mpctlsClaims are the claims of a fetched record: one session for each
-// notary statement, each with its own host and the request line it
-// carried: its first FHIR API request (one of r.RequestLines), else its
-// first request (discovery, a token or a login page), and the record's
-// request when the Fetcher does not say.
-func mpctlsClaims(r *portal.Result) attestation.Claims {
-	c := attestation.Claims{Source: attestation.Source{Kind: acds.SourceMPCTLS}}
+// mpctlsClaims are the claims of a fetched record, with the notary
+// statements in their order: one session for each notarized session, with
+// its own host and the request line it carried — its first FHIR API
+// request (one of r.RequestLines), else its first request (discovery, a
+// token or a login page), and the record's first request when the
+// Fetcher does not say — and the record's coverage.
+func mpctlsClaims(r *portal.Result) (attestation.Claims, [][]byte) {
+	c := attestation.Claims{Source: attestation.Source{Kind: acds.SourceMPCTLS}, Coverage: r.Coverage}
 	record := "" // the record's request: the first FHIR API one
 	if len(r.RequestLines) > 0 {
 		record = r.RequestLines[0]
 	}
-	for i := range r.NotaryStatements {
-		sess := attestation.Session{Host: r.Host, RequestLine: record}
-		if i < len(r.Sessions) && r.Sessions[i] != nil && r.Sessions[i].Host != "" {
-			sess.Host = r.Sessions[i].Host
-		}
-		if i < len(r.SessionRequestLines) && len(r.SessionRequestLines[i]) > 0 {
-			lines := r.SessionRequestLines[i]
-			sess.RequestLine = lines[0]
-			if j := slices.IndexFunc(lines, func(l string) bool { return slices.Contains(r.RequestLines, l) }); j >= 0 {
-				sess.RequestLine = lines[j]
+	statements := make([][]byte, 0, len(r.Sessions))
+	for _, ps := range r.Sessions {
+		sess := attestation.Session{Host: ps.Host, RequestLine: record}
+		if len(ps.RequestLines) > 0 {
+			sess.RequestLine = ps.RequestLines[0]
+			if j := slices.IndexFunc(ps.RequestLines, func(l string) bool { return slices.Contains(r.RequestLines, l) }); j >= 0 {
+				sess.RequestLine = ps.RequestLines[j]
 			}
 		}
 		c.Source.Sessions = append(c.Source.Sessions, sess)
+		statements = append(statements, ps.Statement)
 	}
-	return c
+	return c, statements
 }
 
 // sealedCredentials is the encoding of the credentials the enclave seals
@@ -508,7 +507,7 @@ func (s *Server) finish(ctx context.Context, id, format string, input []byte, so
 	}
 	return &acds.Result{
 		OutputFormat: format, Output: out.JSON, OutputDigest: out.Digest,
-		AttestationBundle: base64Std(bundle), DisclosureKey: disclosureKey,
+		AttestationBundle: base64Std(bundle), DisclosureKey: disclosureKey, Coverage: claims.Coverage,
 	}, nil, nil
 }
 
@@ -538,6 +537,10 @@ func resultRecord(r *acds.Result) []byte {
 	if r.DisclosureKey != "" {
 		key, _ := marshal(r.DisclosureKey)
 		b = append(append(b, `,"disclosureKey":`...), key...)
+	}
+	if r.Coverage != nil {
+		cov, _ := json.Marshal(r.Coverage) // plain strings and numbers always encode
+		b = append(append(b, `,"coverage":`...), cov...)
 	}
 	return append(b, '}')
 }

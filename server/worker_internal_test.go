@@ -11,7 +11,6 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/mpctls/prover"
 	"github.com/acds-project/acds/portal"
 )
 
@@ -85,18 +84,18 @@ func BenchmarkResultRecord(b *testing.B) {
 // host and the request line sent in it, not the first request line
 // copied into each.
 func TestMPCTLSClaims(t *testing.T) {
+	cov := &acds.Coverage{Everything: true, Requests: []acds.CoverageRequest{{RequestLine: "GET /fhir/Patient/7/$everything HTTP/1.1", Status: 200, Pages: 2, Entries: 9}}}
 	r := &portal.Result{
-		Host:             "portal.example",
-		RequestLines:     []string{"GET /fhir/Patient/7/$everything HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
-		NotaryStatements: [][]byte{[]byte("s1"), []byte("s2"), []byte("s3")},
-		Sessions:         []*prover.Result{{Host: "auth.example"}, {Host: "portal.example"}, {Host: "portal.example"}},
-		SessionRequestLines: [][]string{
-			{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "POST /token HTTP/1.1"},
-			{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
-			nil,
+		Host:         "portal.example",
+		RequestLines: []string{"GET /fhir/Patient/7/$everything HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
+		Sessions: []portal.Session{
+			{Host: "auth.example", Statement: []byte("s1"), RequestLines: []string{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "POST /token HTTP/1.1"}},
+			{Host: "portal.example", Statement: []byte("s2"), RequestLines: []string{"GET /fhir/.well-known/smart-configuration HTTP/1.1", "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"}},
+			{Host: "portal.example", Statement: []byte("s3")},
 		},
+		Coverage: cov,
 	}
-	c := mpctlsClaims(r)
+	c, statements := mpctlsClaims(r)
 	want := []attestation.Session{
 		{Host: "auth.example", RequestLine: "GET /fhir/.well-known/smart-configuration HTTP/1.1"},
 		{Host: "portal.example", RequestLine: "GET /fhir/Patient/7/$everything?page=2 HTTP/1.1"},
@@ -104,6 +103,9 @@ func TestMPCTLSClaims(t *testing.T) {
 	}
 	if c.Source.Kind != acds.SourceMPCTLS || !slices.Equal(c.Source.Sessions, want) {
 		t.Fatalf("claims = %+v, want sessions %+v", c.Source, want)
+	}
+	if c.Coverage != cov || len(statements) != 3 || string(statements[0]) != "s1" || string(statements[2]) != "s3" {
+		t.Fatalf("coverage %+v, statements %q", c.Coverage, statements)
 	}
 }
 

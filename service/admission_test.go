@@ -106,6 +106,9 @@ func admissionRows() []admissionRow {
 		id("a%2Fb", invalid),
 		id("../1", invalid),
 		id("1?x", invalid),
+		// An empty recordId means the patient of the login, which
+		// fhir-basic has not.
+		id("", invalid),
 	}
 }
 
@@ -164,7 +167,7 @@ func (d *dialRecorder) count() int {
 // the guard's dialer into a dialRecorder.
 type recordingTransport struct{ *http.Transport }
 
-func (recordingTransport) Finish(context.Context) ([]*prover.Result, error) { return nil, nil }
+func (recordingTransport) Finish(context.Context) ([]portal.Session, error) { return nil, nil }
 
 // fetchDecision runs the worker's path (portal.Fetcher.Fetch, whose
 // connections are decided by the guard's dialer) for one row and returns
@@ -387,5 +390,45 @@ func TestAcceptanceRefusalNamesTheField(t *testing.T) {
 	p = post("https://portal.example/fhir", strings.Repeat("7", 65))
 	if p.Status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "recordId" || !strings.Contains(p.Errors[0].Message, "64") {
 		t.Errorf("long recordId: %+v", p)
+	}
+}
+
+// TestEmptyRecordIDAtAcceptance: recordId "" is the patient of the login
+// for the connectors whose login names one, and refused at acceptance for
+// fhir-basic with a 400 naming recordId; a body without recordId is
+// refused as before (SPEC's field is sent, as a string).
+func TestEmptyRecordIDAtAcceptance(t *testing.T) {
+	base, token := acceptanceServer(t, false)
+	post := func(body map[string]string) (int, acds.Problem) {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+"/v1/fetch-and-attest", strings.NewReader(string(b)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p acds.Problem
+		_ = json.NewDecoder(resp.Body).Decode(&p)
+		return resp.StatusCode, p
+	}
+	body := func(systemType string) map[string]string {
+		return map[string]string{"systemType": systemType, "portalUrl": "https://portal.example/fhir", "username": "u", "password": "p", "recordId": ""}
+	}
+	for _, st := range []string{acds.SystemSMARTForm, acds.SystemSMARTPassword, acds.SystemDemo} {
+		if status, p := post(body(st)); status != http.StatusAccepted {
+			t.Errorf("%s with recordId \"\": %d %+v", st, status, p)
+		}
+	}
+	status, p := post(body(acds.SystemFHIRBasic))
+	if status != http.StatusBadRequest || p.Code() != acds.ProblemInvalidRequest || len(p.Errors) != 1 || p.Errors[0].Field != "recordId" ||
+		!strings.Contains(p.Errors[0].Message, "fhir-basic") {
+		t.Errorf("fhir-basic with recordId \"\": %d %+v", status, p)
+	}
+	missing := body(acds.SystemSMARTForm)
+	delete(missing, "recordId")
+	if status, p := post(missing); status != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Field != "recordId" {
+		t.Errorf("no recordId: %d %+v", status, p)
 	}
 }

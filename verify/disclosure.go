@@ -70,7 +70,7 @@ func (v *Verifier) VerifyDisclosure(data []byte) (*Result, error) {
 // version 2 defines: no enclave ever signed such a bundle.
 func checkVersion(b *attestation.Bundle, c *attestation.Claims, r *Result) {
 	r.BundleVersion = b.Version
-	if c != nil && b.Version < 2 && (c.Entries != nil || c.Query != nil) {
+	if c != nil && b.Version < 2 && (c.Entries != nil || c.Query != nil || c.Coverage != nil) {
 		r.fail(CheckStructure, fmt.Errorf("%w: version %d bundle with claims of version 2", ErrInconsistent, b.Version))
 	}
 }

@@ -64,10 +64,16 @@
 // RFC 6962 root over the output's salted entries and their count, for the
 // fhir_r4, fhir_r4_deidentified and fhir_r4_ips formats) and an attested
 // query (Claims.Query: the FHIRPath expression and the digest of the
-// normalised record it ran on, for the fhirpath format); a version 1
-// bundle whose claims carry either fails CheckStructure. Both appear in
-// the details of [Result.Response] (entries, query), as in POST /v1/verify
-// and `acds verify --json`.
+// normalised record it ran on, for the fhirpath format) and, for a fetched
+// output, its coverage (Claims.Coverage, an acds.Coverage: whether
+// $everything was used, every FHIR request with its status, pages and
+// entries, the compartment types the portal does not search); a version 1
+// bundle whose claims carry any of them fails CheckStructure. All appear
+// in the details of [Result.Response] (entries, query, coverage), as in
+// POST /v1/verify and `acds verify --json`; [Result.CoverageSummary] says
+// it in a line. A fetched output whose claims record no coverage (made
+// before coverage was signed) still verifies, with NoteNoCoverage among
+// its Reasons.
 //
 // # Selective disclosure
 //

@@ -121,6 +121,12 @@ func (f *fixture) statement(t testing.TB, sni string, end time.Time) []byte {
 
 func (f *fixture) mpcBundle(t testing.TB, output []byte, stmts ...[]byte) []byte {
 	t.Helper()
+	return f.mpcBundleCovered(t, output, nil, stmts...)
+}
+
+// mpcBundleCovered is mpcBundle with the coverage cov in its claims.
+func (f *fixture) mpcBundleCovered(t testing.TB, output []byte, cov *acds.Coverage, stmts ...[]byte) []byte {
+	t.Helper()
 	if stmts == nil {
 		stmts = [][]byte{f.statement(t, "portal.example.org", f.now.Add(-5*time.Second))}
 	}
@@ -134,6 +140,7 @@ func (f *fixture) mpcBundle(t testing.TB, output []byte, stmts ...[]byte) []byte
 		OutputDigest: attestation.Digest(output),
 		Source:       attestation.Source{Kind: acds.SourceMPCTLS, Sessions: sessions},
 		NotaryKey:    f.notaryPub,
+		Coverage:     cov,
 	}, stmts)
 	if err != nil {
 		t.Fatal(err)

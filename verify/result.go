@@ -125,9 +125,14 @@ func (r *Result) Err() error {
 // the verifier's clock. It does not make a bundle invalid.
 const NoteCertificatesExpired = "note: the evidence's certificates were valid at the issue time but are not valid now"
 
+// NoteNoCoverage is the reason Reasons adds for a fetched output whose
+// claims do not record its coverage (bundles made before coverage was
+// signed). It does not make a bundle invalid.
+const NoteNoCoverage = "note: no coverage recorded: the claims do not say what the fetched record was assembled from"
+
 // Reasons lists every failed check and every relaxation, as the
-// /v1/verify details report them, and NoteCertificatesExpired when it
-// applies.
+// /v1/verify details report them, then NoteNoCoverage and
+// NoteCertificatesExpired when they apply.
 func (r *Result) Reasons() []string {
 	if r == nil {
 		return nil
@@ -138,6 +143,9 @@ func (r *Result) Reasons() []string {
 	}
 	for _, x := range r.Relaxations {
 		out = append(out, "relaxation: "+x)
+	}
+	if c := r.Claims; c != nil && c.Source.Kind == acds.SourceMPCTLS && c.Coverage == nil {
+		out = append(out, NoteNoCoverage)
 	}
 	if r.TEEQuoteVerified && !r.CertificatesValidNow {
 		out = append(out, NoteCertificatesExpired)
@@ -156,6 +164,7 @@ func (r *Result) Response() acds.VerifyResponse {
 		if len(c.Source.Sessions) > 0 {
 			d.PortalHost = c.Source.Sessions[0].Host
 		}
+		d.Coverage = c.Coverage
 	}
 	r.extendDetails(&d)
 	return acds.VerifyResponse{
@@ -165,4 +174,38 @@ func (r *Result) Response() acds.VerifyResponse {
 		TEEQuoteVerified: r.TEEQuoteVerified,
 		Details:          d,
 	}
+}
+
+// CoverageSummary says in one line what the claims say a fetched record
+// was assembled from: "$everything" or the compartment's searches, the
+// number of requests and entries, and how many compartment types the
+// portal does not search; "no coverage recorded" when the claims do not
+// say, and "" for a raw submission or claims that did not verify.
+func (r *Result) CoverageSummary() string {
+	c := r.Claims
+	if c == nil || c.Source.Kind != acds.SourceMPCTLS {
+		return ""
+	}
+	cov := c.Coverage
+	if cov == nil {
+		return "no coverage recorded"
+	}
+	how := "Patient/$everything"
+	if !cov.Everything {
+		how = "searches of the Patient compartment"
+	}
+	if cov.CapabilityStatement {
+		how += ", as the portal's CapabilityStatement advertised"
+	} else {
+		how += " (the portal published no CapabilityStatement)"
+	}
+	entries := 0
+	for _, q := range cov.Requests {
+		entries += q.Entries
+	}
+	s := fmt.Sprintf("%s: %d requests, %d entries", how, len(cov.Requests), entries)
+	if n := len(cov.Unsupported); n > 0 {
+		s += fmt.Sprintf("; %d compartment types not searchable there", n)
+	}
+	return s
 }

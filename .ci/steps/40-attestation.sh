@@ -31,6 +31,7 @@ fuzz() { # fuzz TARGET PACKAGE
 fuzz FuzzVerify ./verify/
 fuzz FuzzParseBundle ./attestation/
 fuzz FuzzVerifyClaims ./attestation/
+fuzz FuzzParseClaims ./attestation/
 fuzz FuzzVerify ./attestation/sevsnp/
 fuzz FuzzVerify ./attestation/manifest/
 fuzz FuzzParse ./attestation/disclosure/

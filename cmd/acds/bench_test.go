@@ -265,11 +265,13 @@ func (f *floor) run(ctx context.Context, req portal.Request) error {
 	f.n++
 	id := fmt.Sprintf("floor-%d", f.n)
 	claims := attestation.Claims{RequestID: id, OutputFormat: acds.OutputFHIRR4, OutputDigest: out.Digest, IssuedAt: now,
-		Source: attestation.Source{Kind: acds.SourceMPCTLS}, NotaryKey: f.notaryKey}
-	for range res.NotaryStatements {
-		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: res.RequestLines[0], Host: res.Host})
+		Source: attestation.Source{Kind: acds.SourceMPCTLS}, NotaryKey: f.notaryKey, Coverage: res.Coverage}
+	var statements [][]byte
+	for _, s := range res.Sessions {
+		claims.Source.Sessions = append(claims.Source.Sessions, attestation.Session{RequestLine: res.RequestLines[0], Host: s.Host})
+		statements = append(statements, s.Statement)
 	}
-	bundle, err := f.enclave.Attest(ctx, claims, res.NotaryStatements)
+	bundle, err := f.enclave.Attest(ctx, claims, statements)
 	if err != nil {
 		return err
 	}

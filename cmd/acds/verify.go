@@ -267,6 +267,26 @@ func verifyServer(ctx context.Context, e env, rawURL string, ch *attested.Checke
 	return printReport(e, res, asJSON, notes, selfHash)
 }
 
+// printCoverage prints what the claims say a fetched record was
+// assembled from: the summary line, every request with its status, pages
+// and entries, and the compartment types the portal does not search.
+func printCoverage(w io.Writer, line func(k, v string), r *verify.Result, c *acds.Coverage) {
+	summary := r.CoverageSummary()
+	if summary == "" {
+		return
+	}
+	line("coverage", summary)
+	if c == nil {
+		return
+	}
+	for _, q := range c.Requests {
+		fmt.Fprintf(w, "    %s  HTTP %d, pages %d, entries %d\n", q.RequestLine, q.Status, q.Pages, q.Entries)
+	}
+	if len(c.Unsupported) > 0 {
+		line("not searchable", strings.Join(c.Unsupported, ", "))
+	}
+}
+
 // hexList is a repeatable flag of code hashes, checked as they are given.
 type hexList []string
 
@@ -345,6 +365,7 @@ func printResult(w io.Writer, r *verify.Result, notes []string) {
 		line("outputChecked", "true")
 	}
 	printClaimsV2(line, d) // disclose.go
+	printCoverage(w, line, r, d.Coverage)
 	for _, n := range notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}

@@ -83,6 +83,17 @@ func TestVerifyExternalNotaryKey(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || !res.Valid || !res.MPCTLSVerified {
 		t.Errorf("with --notary-key: exit %d, want 0 and mpcTlsVerified\n%s%s", code, stdout, stderr)
 	}
+	// The signed coverage is in the request's result, in the details and
+	// in the text report: every FHIR request of the fetch.
+	if c := rec.Result.Coverage; c == nil || !c.Everything || !res.Details.Coverage.Everything || len(res.Details.Coverage.Requests) != len(c.Requests) {
+		t.Errorf("coverage: result %+v, details %+v", rec.Result.Coverage, res.Details.Coverage)
+	}
+	code, stdout, _ = attRun(t, "", "verify", bundleFile, "--allow-simulated", "--output", outputFile, "--notary-key", keyFile)
+	if code != 0 || !strings.Contains(stdout, "coverage:          Patient/$everything, as the portal's CapabilityStatement advertised") ||
+		!strings.Contains(stdout, "    GET /fhir/metadata HTTP/1.1  HTTP 200, pages 1, entries 0") ||
+		!strings.Contains(stdout, "    GET /fhir/Patient/"+demo.Patients()[0].ID+"/$everything HTTP/1.1  HTTP 200, pages 1") {
+		t.Errorf("text report: exit %d\n%s", code, stdout)
+	}
 	// A key file that holds no key is a usage error, not a verdict.
 	junk := filepath.Join(dir, "junk.pub")
 	if err := os.WriteFile(junk, []byte("no key here"), 0o600); err != nil {

@@ -2,7 +2,9 @@
 // every element of every resource and data type, the codes of every value
 // set bound with strength required or extensible, every constraint
 // (invariant) of the resources and data types with its FHIRPath
-// expression, and the contexts of the core extensions.
+// expression, the contexts of the core extensions, and the Patient
+// compartment (its types and the search parameters that put a resource
+// in it).
 //
 // The tables are generated from the official definitions by
 // internal/gen/fhirgen/spec and committed; CI regenerates them and fails when
@@ -265,6 +267,42 @@ func LookupExtension(url string) *ExtensionDef {
 	i := sort.Search(len(extensionDefs), func(i int) bool { return extensionDefs[i].URL >= url })
 	if i < len(extensionDefs) && extensionDefs[i].URL == url {
 		return &extensionDefs[i]
+	}
+	return nil
+}
+
+// CompartmentType is a resource type of the R4 Patient compartment
+// (CompartmentDefinition-patient): a resource of it is in a patient's
+// compartment when a reference at one of its Params' paths names that
+// patient. Membership is the union over Params.
+type CompartmentType struct {
+	Type   string             // "Observation"
+	Params []CompartmentParam // in the definition's order
+}
+
+// CompartmentParam is one search parameter that puts a resource in the
+// Patient compartment, as a search `Name=Patient/{id}` finds it.
+type CompartmentParam struct {
+	Name string // the parameter's code: "patient", "subject", "beneficiary"
+	// Paths are where the references it searches are, from the resource
+	// and without its type: "subject", "participant.actor". Each leads
+	// through elements and backbone elements to a Reference; a
+	// restriction to references to a Patient (".where(resolve() is
+	// Patient)") is left out, so a reader checks the target type itself.
+	Paths []string
+}
+
+// PatientCompartment returns the types of the Patient compartment,
+// sorted by Type. The slice is shared: callers must not modify it.
+func PatientCompartment() []CompartmentType { return patientCompartment[:] }
+
+// PatientCompartmentType returns the compartment entry of the resource
+// type typ, or nil when resources of typ are never in a patient's
+// compartment (Practitioner, Organization, Medication, Location…).
+func PatientCompartmentType(typ string) *CompartmentType {
+	i := sort.Search(len(patientCompartment), func(i int) bool { return patientCompartment[i].Type >= typ })
+	if i < len(patientCompartment) && patientCompartment[i].Type == typ {
+		return &patientCompartment[i]
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -178,6 +179,70 @@ func TestLookupFindsEveryType(t *testing.T) {
 		for _, other := range []string{name + "x", name[:len(name)-1], strings.ToUpper(name) + "_"} {
 			if got := Lookup(other); got != nil && got.Name != other {
 				t.Fatalf("Lookup(%q) found %q", other, got.Name)
+			}
+		}
+	}
+}
+
+// TestPatientCompartment checks the compartment table against the
+// definitions' own shape: the types and parameters the specification
+// lists, and every path leading through the element tables to a
+// Reference that may name a Patient.
+func TestPatientCompartment(t *testing.T) {
+	all := PatientCompartment()
+	if len(all) != 66 {
+		t.Fatalf("%d compartment types, want the 66 of R4", len(all))
+	}
+	for _, want := range []struct {
+		typ, param, path string
+	}{
+		{"Observation", "subject", "subject"}, {"Observation", "performer", "performer"},
+		{"Coverage", "beneficiary", "beneficiary"}, {"Coverage", "policy-holder", "policyHolder"},
+		{"Encounter", "patient", "subject"}, {"Appointment", "actor", "participant.actor"},
+		{"Provenance", "patient", "target"}, {"AuditEvent", "patient", "entity.what"},
+		{"ExplanationOfBenefit", "patient", "patient"}, {"Claim", "payee", "payee.party"},
+	} {
+		ct := PatientCompartmentType(want.typ)
+		if ct == nil {
+			t.Fatalf("%s is not in the compartment", want.typ)
+		}
+		found := false
+		for _, p := range ct.Params {
+			found = found || p.Name == want.param && slices.Contains(p.Paths, want.path)
+		}
+		if !found {
+			t.Errorf("%s: no parameter %s at %s in %+v", want.typ, want.param, want.path, ct.Params)
+		}
+	}
+	for _, outside := range []string{"Practitioner", "Organization", "Location", "Medication", "Device", "Task", "Nonsense", ""} {
+		if PatientCompartmentType(outside) != nil {
+			t.Errorf("%s is in the compartment", outside)
+		}
+	}
+	for i, ct := range all {
+		if i > 0 && all[i-1].Type >= ct.Type {
+			t.Fatalf("not sorted at %s", ct.Type)
+		}
+		if !IsResource(ct.Type) || len(ct.Params) == 0 {
+			t.Fatalf("%s: not a resource, or no parameter", ct.Type)
+		}
+		for _, p := range ct.Params {
+			for _, path := range p.Paths {
+				typ := Lookup(ct.Type)
+				var el *Element
+				for _, seg := range strings.Split(path, ".") {
+					if typ == nil {
+						break
+					}
+					el = typ.Element(seg)
+					if el == nil {
+						break
+					}
+					typ = el.TypeDef()
+				}
+				if el == nil || el.Type != "Reference" || (el.Targets != nil && !slices.Contains(el.Targets, "Patient")) {
+					t.Errorf("%s.%s (%s): not a Reference that may name a Patient: %+v", ct.Type, path, p.Name, el)
+				}
 			}
 		}
 	}

@@ -245,7 +245,8 @@ func (f *Fetcher) Fetch(ctx context.Context, r portal.Request) (*portal.Result, 
 	line := "GET /fhir/Patient/" + r.RecordID + "/$everything HTTP/1.1"
 	return &portal.Result{
 		FHIR: f.FHIR, Host: "portal.example", RequestLines: []string{line},
-		NotaryStatements: [][]byte{[]byte("statement")}, SessionRequestLines: [][]string{{line}},
+		Sessions: []portal.Session{{Host: "portal.example", Statement: []byte("statement"), RequestLines: []string{line}}},
+		Coverage: &acds.Coverage{Everything: true, Requests: []acds.CoverageRequest{{RequestLine: line, Status: 200, Pages: 1, Entries: 1}}},
 	}, nil
 }
 

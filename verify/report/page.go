@@ -87,6 +87,16 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 {{- if .Claims}}
 <table id="claims">{{range .Claims}}<tr><th>{{.K}}</th><td class="h">{{.V}}</td></tr>{{end}}</table>
 {{- else}}<p class="note">The claims' signature did not verify: nothing they say is shown.</p>{{end}}
+{{- with .Coverage}}
+<h2>Coverage</h2>
+<p class="note" id="coverage-summary">What the signed claims say the record was assembled from: {{.Summary}}.</p>
+{{- if .Requests}}
+<table id="coverage"><tr><th>request</th><th>status</th><th>pages</th><th>entries</th></tr>
+{{- range .Requests}}<tr><td class="h">{{.RequestLine}}</td><td>{{.Status}}</td><td>{{.Pages}}</td><td>{{.Entries}}</td></tr>{{end}}
+</table>
+{{- end}}
+{{- if .Unsupported}}<p class="note" id="coverage-unsupported">Types of the Patient compartment the portal does not search: {{.Unsupported}}.</p>{{end}}
+{{- end}}
 {{- if .Boot}}
 <h2>Boot keys</h2>
 <table id="boot">{{range .Boot}}<tr><th>{{.K}}</th><td class="h">{{.V}}</td></tr>{{end}}</table>

@@ -159,6 +159,7 @@ type view struct {
 	Notary       []notaryRow
 	NotaryNote   string
 	Claims       []kv
+	Coverage     *coverageView
 	Boot         []kv
 	Output       *outputView
 	Disclosed    []kv
@@ -220,6 +221,7 @@ func build(in Input) *view {
 	v.Measurement, v.Allowed = measurement(in)
 	v.Notary, v.NotaryNote = notary(r, b, status(in, verify.CheckNotary))
 	v.Claims = claims(r)
+	v.Coverage = coverage(r)
 	v.Boot = boot(r)
 	if in.Output != nil {
 		v.Output = output(r, in.Output)
@@ -519,6 +521,27 @@ func claims(r *verify.Result) []kv {
 		rows = append(rows, kv{"notaryKey (claimed)", hex.EncodeToString(c.NotaryKey)})
 	}
 	return rows
+}
+
+// coverageView is what the claims say a fetched record was assembled
+// from; nil for a raw submission or claims that did not verify.
+type coverageView struct {
+	Summary     string
+	Requests    []acds.CoverageRequest
+	Unsupported string
+}
+
+func coverage(r *verify.Result) *coverageView {
+	s := r.CoverageSummary()
+	if s == "" {
+		return nil
+	}
+	v := &coverageView{Summary: s}
+	if c := r.Claims.Coverage; c != nil {
+		v.Requests = c.Requests
+		v.Unsupported = strings.Join(c.Unsupported, ", ")
+	}
+	return v
 }
 
 func boot(r *verify.Result) []kv {

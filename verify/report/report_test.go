@@ -144,7 +144,14 @@ func (f *fixture) statement(t *testing.T, sni string) []byte {
 
 func (f *fixture) bundle(t *testing.T, requestID, host, requestLine string, output []byte) []byte {
 	t.Helper()
-	c := attestation.Claims{RequestID: requestID, OutputFormat: "fhir_r4", OutputDigest: attestation.Digest(output)}
+	return f.bundleCovered(t, requestID, host, requestLine, output, nil)
+}
+
+// bundleCovered is bundle with the coverage cov in the claims of an
+// mpc-tls source.
+func (f *fixture) bundleCovered(t *testing.T, requestID, host, requestLine string, output []byte, cov *acds.Coverage) []byte {
+	t.Helper()
+	c := attestation.Claims{RequestID: requestID, OutputFormat: "fhir_r4", OutputDigest: attestation.Digest(output), Coverage: cov}
 	var stmts [][]byte
 	if host == "" {
 		c.Source = attestation.Source{Kind: acds.SourceRaw, InputDigest: attestation.Digest([]byte("input"))}
@@ -255,6 +262,36 @@ func TestMPCTLSNotary(t *testing.T) {
 	}
 	if got := checkRow(t, page, "mpc-tls"); got != "pass" {
 		t.Errorf("mpc-tls check: %q", got)
+	}
+}
+
+// TestCoverageShown: the page shows a fetched record's signed coverage —
+// every request with its status, pages and entries, and the types the
+// portal does not search — and says when a bundle records none.
+func TestCoverageShown(t *testing.T) {
+	f := getFixture(t)
+	out := []byte(`{"resourceType":"Bundle"}`)
+	cov := &acds.Coverage{CapabilityStatement: true, Requests: []acds.CoverageRequest{
+		{RequestLine: "GET /fhir/metadata HTTP/1.1", Status: 200, Pages: 1},
+		{RequestLine: "GET /fhir/Observation?subject=Patient/7 HTTP/1.1", Status: 200, Pages: 3, Entries: 212},
+	}, Unsupported: []string{"Claim", "Coverage"}}
+	page, res := render(t, f.policy(true), report.Input{Bundle: f.bundleCovered(t, "req-c", "portal.example.org", "GET /fhir/metadata HTTP/1.1", out, cov)})
+	if !res.Valid {
+		t.Fatalf("covered bundle: %v", res.Reasons())
+	}
+	for _, want := range []string{`<h2>Coverage</h2>`, "searches of the Patient compartment, as the portal&#39;s CapabilityStatement advertised: 2 requests, 212 entries",
+		`<tr><td class="h">GET /fhir/Observation?subject=Patient/7 HTTP/1.1</td><td>200</td><td>3</td><td>212</td></tr>`, "does not search: Claim, Coverage."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	page, _ = render(t, f.policy(true), report.Input{Bundle: f.bundle(t, "req-n", "portal.example.org", "GET /fhir/Patient/7 HTTP/1.1", out)})
+	if !strings.Contains(page, "assembled from: no coverage recorded.") {
+		t.Error("a bundle without coverage does not say so")
+	}
+	page, _ = render(t, f.policy(true), report.Input{Bundle: f.bundle(t, "req-r", "", "", out)})
+	if strings.Contains(page, "<h2>Coverage</h2>") {
+		t.Error("a raw submission shows a coverage")
 	}
 }
 

@@ -64,9 +64,33 @@ type Failures struct {
 	// half (with a Content-Length that matches the cut body).
 	TruncatePages bool
 	// NoEverything makes Patient/{id}/$everything unknown (404 with an
-	// OperationOutcome, as servers without the operation answer), so that
-	// clients must fall back to per-type searches.
+	// OperationOutcome, as servers without the operation answer) and
+	// leaves it out of the CapabilityStatement, so that clients must
+	// fall back to per-type searches.
 	NoEverything bool
+	// NoCapabilityStatement makes GET /fhir/metadata answer 404: the
+	// portal publishes no CapabilityStatement.
+	NoCapabilityStatement bool
+	// BareIDBlind makes searches match a reference parameter only in its
+	// type/id form (patient=Patient/pat-0001), as some servers do: the
+	// bare id (patient=pat-0001) matches nothing.
+	BareIDBlind bool
+	// UnsupportedTypes are types the portal does not search: absent from
+	// its CapabilityStatement, their searches answer 404 as for an unknown
+	// type. Their resources can still be read.
+	UnsupportedTypes []string
+	// FailSearch is a type whose every search answers FailStatus (zero
+	// means 500) with an OperationOutcome; a FailStatus of 200 answers
+	// the OperationOutcome instead of a Bundle.
+	FailSearch string
+	FailStatus int
+	// IgnoreSearchParams makes searches ignore their parameters and
+	// answer every resource of the type, every patient's: a server that
+	// does not apply a search parameter it does not support.
+	IgnoreSearchParams bool
+	// ForeignNext makes the next links of searches and $everything point
+	// to another origin.
+	ForeignNext bool
 	// WrongIss puts another issuer's iss in authorization responses (with
 	// Options.IssParameter), as a mix-up attack would (RFC 9207).
 	WrongIss bool
@@ -648,11 +672,59 @@ func (d *Portal) checkLogin(user, pass string) loginResult {
 	return loginOK
 }
 
+// searchParams are the demo portal's search parameters by type, each
+// with the element of the resource it matches: the patient's reference
+// for the compartment parameters the R4 specification gives these types
+// (the generator puts the patient in "subject" or "patient"), another
+// element for the others, and "_id" for ids.
+var searchParams = map[string]map[string]string{
+	"Patient":            {"_id": "id"},
+	"Encounter":          {"patient": "subject", "subject": "subject", "participant": "participant", "_id": "id"},
+	"Condition":          {"patient": "subject", "subject": "subject", "asserter": "asserter", "_id": "id"},
+	"Observation":        {"patient": "subject", "subject": "subject", "performer": "performer", "_id": "id"},
+	"MedicationRequest":  {"patient": "subject", "subject": "subject", "requester": "requester", "_id": "id"},
+	"Immunization":       {"patient": "patient", "performer": "performer", "_id": "id"},
+	"AllergyIntolerance": {"patient": "patient", "recorder": "recorder", "asserter": "asserter", "_id": "id"},
+	"Procedure":          {"patient": "subject", "subject": "subject", "performer": "performer", "_id": "id"},
+	"Medication":         {"_id": "id"},
+	"Practitioner":       {"_id": "id"},
+	"Organization":       {"_id": "id"},
+}
+
+// searchable reports whether the portal searches typ.
+func (d *Portal) searchable(typ string) bool {
+	return searchParams[typ] != nil && !slices.Contains(d.opts.Failures.UnsupportedTypes, typ)
+}
+
 func (d *Portal) metadata(w http.ResponseWriter, r *http.Request, _ string) {
-	types := []string{"Patient", "Encounter", "Condition", "Observation", "MedicationRequest", "Medication", "Immunization", "AllergyIntolerance", "Procedure", "Practitioner", "Organization"}
+	if d.opts.Failures.NoCapabilityStatement {
+		writeOutcome(w, http.StatusNotFound, "not-found", "no such endpoint")
+		return
+	}
+	types := make([]string, 0, len(searchParams))
+	for t := range searchParams {
+		types = append(types, t)
+	}
+	slices.Sort(types)
 	var res []any
 	for _, t := range types {
-		entry := map[string]any{"type": t, "interaction": []any{map[string]any{"code": "read"}, map[string]any{"code": "search-type"}}}
+		if !d.searchable(t) {
+			continue
+		}
+		names := make([]string, 0, len(searchParams[t]))
+		for p := range searchParams[t] {
+			names = append(names, p)
+		}
+		slices.Sort(names)
+		var params []any
+		for _, p := range names {
+			typ := "reference"
+			if p == "_id" {
+				typ = "token"
+			}
+			params = append(params, map[string]any{"name": p, "type": typ})
+		}
+		entry := map[string]any{"type": t, "interaction": []any{map[string]any{"code": "read"}, map[string]any{"code": "search-type"}}, "searchParam": params}
 		if t == "Patient" && !d.opts.Failures.NoEverything {
 			entry["operation"] = []any{map[string]any{"name": "everything", "definition": "http://hl7.org/fhir/OperationDefinition/Patient-everything"}}
 		}
@@ -692,7 +764,11 @@ func (d *Portal) page(w http.ResponseWriter, r *http.Request, rs []*resource, in
 	}
 	fmt.Fprintf(&b, `{"resourceType":"Bundle","type":"searchset","total":%d,"link":[{"relation":"self","url":%q}`, len(rs), link(offset))
 	if end < len(rs) {
-		fmt.Fprintf(&b, `,{"relation":"next","url":%q}`, link(end))
+		next := link(end)
+		if d.opts.Failures.ForeignNext {
+			next = strings.Replace(next, "https://"+r.Host+"/", "https://elsewhere.example/", 1)
+		}
+		fmt.Fprintf(&b, `,{"relation":"next","url":%q}`, next)
 	}
 	b.WriteString(`],"entry":[`)
 	for i, res := range rs[offset:end] {
@@ -753,27 +829,84 @@ func (d *Portal) read(w http.ResponseWriter, r *http.Request, patient string) {
 	w.Write(res.JSON)
 }
 
+// search answers a search by the type's parameters (searchParams) and
+// _count and _offset: every parameter must match. A reference parameter
+// matches the resources whose element refers to the value, given as
+// Patient/{id} (or as the bare id, unless BareIDBlind); _id matches ids.
+// An unknown type is 404, an unknown parameter 400, as strict servers
+// answer.
 func (d *Portal) search(w http.ResponseWriter, r *http.Request, patient string) {
 	typ := r.PathValue("type")
-	q := r.URL.Query()
-	want := q.Get("patient")
-	if typ == "Patient" {
-		want = q.Get("_id")
+	f := d.opts.Failures
+	if !d.searchable(typ) {
+		writeOutcome(w, http.StatusNotFound, "not-supported", "unknown resource type "+strconv.Quote(typ))
+		return
 	}
-	want = strings.TrimPrefix(want, "Patient/")
-	if want == "" {
-		writeOutcome(w, http.StatusBadRequest, "required", "the demo portal only searches by patient")
+	if typ == f.FailSearch {
+		status := f.FailStatus
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		writeOutcome(w, status, "exception", "the search failed")
+		return
+	}
+	type match struct{ field, value string }
+	var want []match
+	for k, vs := range r.URL.Query() {
+		if k == "_count" || k == "_offset" {
+			continue
+		}
+		if f.IgnoreSearchParams {
+			continue
+		}
+		field, ok := searchParams[typ][k]
+		if !ok {
+			writeOutcome(w, http.StatusBadRequest, "not-supported", "unknown search parameter "+strconv.Quote(k)+" for "+typ)
+			return
+		}
+		for _, v := range vs {
+			want = append(want, match{field, v})
+		}
+	}
+	if len(want) == 0 && !f.IgnoreSearchParams {
+		writeOutcome(w, http.StatusBadRequest, "required", "the demo portal searches by a parameter")
 		return
 	}
 	var rs []*resource
-	if rec := d.record(want); rec != nil && (patient == "" || patient == want) {
-		for i := range rec.Resources {
-			if res := &rec.Resources[i]; res.Type == typ && res.Compartment {
+	for _, rec := range d.records {
+		if patient != "" && rec.ID != patient {
+			continue // the token reads only its patient
+		}
+		for k := range rec.Resources {
+			res := &rec.Resources[k]
+			if res.Type != typ {
+				continue
+			}
+			ok := true
+			for _, m := range want {
+				ok = ok && d.matches(rec.ID, res, m.field, m.value)
+			}
+			if ok {
 				rs = append(rs, res)
 			}
 		}
 	}
 	d.page(w, r, rs, nil)
+}
+
+// matches reports whether the element field of res, a resource of the
+// patient owner's record, has the value v.
+func (d *Portal) matches(owner string, res *resource, field, v string) bool {
+	if field == "id" {
+		return res.ID == v
+	}
+	id, typed := strings.CutPrefix(v, "Patient/")
+	if !typed && d.opts.Failures.BareIDBlind {
+		return false
+	}
+	// Only the patient's own reference names a Patient; the other
+	// reference elements of the demo's resources name practitioners.
+	return res.PatientField == field && owner == id
 }
 
 // randToken returns n random bytes in base64url.

@@ -41,7 +41,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(rec.Host, rec.Everything, rec.Resources == demo.Patients()[1].Resources)
+	fmt.Println(rec.Host, rec.Coverage.Everything, rec.Resources == demo.Patients()[1].Resources)
 
 	// A wrong password is a typed error with a problem code.
 	_, err = c.Fetch(context.Background(), hc, portal.Request{

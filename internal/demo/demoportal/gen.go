@@ -119,6 +119,9 @@ type resource struct {
 	// Compartment is true for resources in the patient's compartment
 	// (searchable by patient), false for referenced shared resources.
 	Compartment bool
+	// PatientField is the element that refers to the patient ("subject"
+	// or "patient"); empty for the Patient and shared resources.
+	PatientField string
 }
 
 // record is one synthetic patient's data.
@@ -156,7 +159,13 @@ func (g *gen) add(typ, id string, compartment bool, m map[string]any) {
 	if err != nil {
 		panic(fmt.Sprintf("portal: generated resource does not marshal: %v", err)) // maps of plain values always marshal
 	}
-	g.out = append(g.out, resource{Type: typ, ID: id, JSON: b, Compartment: compartment})
+	field := ""
+	for _, f := range []string{"patient", "subject"} {
+		if r, ok := m[f].(map[string]any); ok && r["reference"] == "Patient/"+g.pid {
+			field = f
+		}
+	}
+	g.out = append(g.out, resource{Type: typ, ID: id, JSON: b, Compartment: compartment, PatientField: field})
 	g.bytes += len(b)
 }
 

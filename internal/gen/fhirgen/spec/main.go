@@ -3,7 +3,8 @@
 // value set used by a required or extensible binding, every constraint of
 // the resources and data types (ele-1 aside; a profile's own constraints,
 // such as sqty-1 of SimpleQuantity, on the elements that name the
-// profile) and the contexts of the core extensions.
+// profile), the contexts of the core extensions, and the types of the
+// Patient compartment with the element paths of their search parameters.
 //
 // It reads the official R4 4.0.1 definitions (npm package
 // hl7.fhir.r4.examples@4.0.1, fetched by scripts/fetch-fhir-defs.sh) and
@@ -397,6 +398,11 @@ func run(defs, out string) error {
 		}
 	}
 
+	compartment, err := readPatientCompartment(defs, types)
+	if err != nil {
+		return err
+	}
+
 	// Value sets of required bindings.
 	var all []valueSetDef
 	for _, f := range []string{"Bundle-valuesets.json", "Bundle-v3-valuesets.json", "Bundle-v2-valuesets.json"} {
@@ -629,6 +635,7 @@ func run(defs, out string) error {
 		fmt.Fprintf(&buf, " Human: %q, Expression: %q},\n", c.Human, c.Expression)
 	}
 	buf.WriteString("}\n\n")
+	writePatientCompartment(&buf, compartment)
 	buf.WriteString("// extensionDefs holds the contexts of the core R4 extensions, sorted by URL.\nvar extensionDefs = [...]ExtensionDef{\n")
 	for _, x := range extDefs {
 		fmt.Fprintf(&buf, "{URL: %q, Contexts: %#v},\n", x.URL, x.Contexts)
@@ -641,7 +648,7 @@ func run(defs, out string) error {
 	if err := os.WriteFile(out, src, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "spec: %d types, %d elements, %d of %d required and extensible value sets expanded, %d constraints, %d extensions\n", len(types), nElems, nVS, len(required), len(constraints), len(extDefs))
+	fmt.Fprintf(os.Stderr, "spec: %d types, %d elements, %d of %d required and extensible value sets expanded, %d constraints, %d extensions, %d Patient compartment types\n", len(types), nElems, nVS, len(required), len(constraints), len(extDefs), len(compartment))
 	return nil
 }
 
