@@ -1,7 +1,9 @@
 package acds_test
 
 import (
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -13,11 +15,15 @@ import (
 //   - the wire contract (the root package) imports only the standard
 //     library, and not net/http;
 //   - client never imports server;
-//   - verify never imports server, client or internal/sqlstore;
+//   - verify never imports server, client or internal/stores/sqlstore;
 //   - no library package imports cmd/…;
 //   - server may import every floor below it (acds, verify, attestation,
-//     mpctls, fhir, portal, internal/sqlstore), and nothing above it: not
-//     client, service or cmd.
+//     mpctls, fhir, portal, store), and nothing above it: not client,
+//     service or cmd;
+//   - internal/ is by floor: internal/base (leaves), internal/gen
+//     (generators), internal/stores (the stores), internal/serving (what
+//     serving needs beside the handler), internal/demo (the demo portal)
+//     and internal/testrig (test rigs), each imported only from above.
 func TestImportRules(t *testing.T) {
 	const mod = "github.com/acds-project/acds"
 	out, err := exec.Command("go", "list", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, "./...").Output()
@@ -68,8 +74,8 @@ func importViolations(mod, pkg string, deps []string) []string {
 	case under(pkg, "client"):
 		forbid("client never imports server", func(d string) bool { return under(d, "server") || under(d, "service") })
 	case under(pkg, "verify"):
-		forbid("verify never imports server, client or internal/sqlstore", func(d string) bool {
-			return under(d, "server") || under(d, "service") || under(d, "client") || under(d, "internal/sqlstore")
+		forbid("verify never imports server, client or internal/stores/sqlstore", func(d string) bool {
+			return under(d, "server") || under(d, "service") || under(d, "client") || under(d, "internal/stores/sqlstore")
 		})
 	case under(pkg, "server"):
 		forbid("server imports only the floors below it", func(d string) bool {
@@ -83,7 +89,7 @@ func importViolations(mod, pkg string, deps []string) []string {
 	// (transitively), besides itself and the standard library. The root
 	// acds — the one home of the wire's constants (problem codes, system
 	// types, formats, statuses) — is allowed to every floor, so no floor
-	// declares them again; internal/jsonscan is a leaf helper.
+	// declares them again; internal/base/jsonscan is a leaf helper.
 	floors := []struct {
 		dir  string
 		may  []string
@@ -93,9 +99,16 @@ func importViolations(mod, pkg string, deps []string) []string {
 		{"mpctls", []string{"mpctls"}, "mpctls builds on nothing of ours"},
 		{"fhir", []string{"fhir"}, "fhir builds on nothing of ours but the wire's constants"},
 		{"store", []string{"store"}, "store builds on nothing of ours but the wire's constants"},
-		{"portal", []string{"portal", "fhir", "mpctls", "internal/jsonscan"}, "portal may import fhir and mpctls"},
+		{"portal", []string{"portal", "fhir", "mpctls", "internal/base/jsonscan"}, "portal may import fhir and mpctls"},
 		{"verify", []string{"verify", "attestation", "mpctls", "fhir"}, "verify may import attestation, mpctls and fhir"},
 		{"client", []string{"client", "verify", "attestation", "mpctls", "fhir"}, "client may import verify"},
+		// internal/ by floor: leaves, the stores, what serving needs
+		// beside the handler, the demo portal, generators and test rigs.
+		{"internal/base", []string{"internal/base"}, "internal/base holds leaves that build on nothing of ours"},
+		{"internal/gen", []string{"internal/gen"}, "generators build on nothing of ours"},
+		{"internal/stores", []string{"internal/stores", "store", "internal/base"}, "a store builds on package store"},
+		{"internal/serving", []string{"internal/serving", "attestation"}, "internal/serving builds on attestation"},
+		{"internal/demo", []string{"internal/demo", "portal", "fhir", "mpctls", "internal/base"}, "the demo portal builds on portal"},
 	}
 	for _, f := range floors {
 		if !under(pkg, f.dir) {
@@ -112,6 +125,21 @@ func importViolations(mod, pkg string, deps []string) []string {
 			}
 			return true
 		})
+	}
+	// Upward arrows into internal/: test rigs serve tests and each other;
+	// the stores and what serving needs only the installation (service)
+	// and what builds on it; the demo portal only the command.
+	if !under(pkg, "internal/testrig") {
+		forbid("only tests and test rigs import a test rig", func(d string) bool { return under(d, "internal/testrig") })
+	}
+	if !slices.ContainsFunc(deps, func(d string) bool { return under(d, "service") }) && !under(pkg, "service") &&
+		!under(pkg, "internal/testrig") && !under(pkg, "internal/stores") && !under(pkg, "internal/serving") {
+		forbid("only service and what builds on it import the stores and internal/serving", func(d string) bool {
+			return under(d, "internal/stores") || under(d, "internal/serving")
+		})
+	}
+	if !under(pkg, "cmd") && !under(pkg, "internal/testrig") && !under(pkg, "internal/demo") {
+		forbid("only cmd imports the demo portal", func(d string) bool { return under(d, "internal/demo") })
 	}
 	if under(pkg, "verify") || under(pkg, "client") {
 		forbid("offline verification never links a device driver", func(d string) bool {
@@ -131,7 +159,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{mod, "net/http"},
 		{mod, "github.com/google/uuid"},
 		{mod + "/client", mod + "/server"},
-		{mod + "/verify", mod + "/internal/sqlstore"},
+		{mod + "/verify", mod + "/internal/stores/sqlstore"},
 		{mod + "/verify", mod + "/client"},
 		{mod + "/server", mod + "/client"},
 		{mod + "/portal", mod + "/cmd/acds"},
@@ -142,6 +170,12 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{mod + "/store", mod + "/server"},
 		{mod + "/verify", mod + "/attestation/tpm/device"},
 		{mod + "/verify", mod + "/portal"},
+		{mod + "/internal/base/jsonscan", mod + "/portal"},
+		{mod + "/internal/stores/sqlstore", mod + "/server"},
+		{mod + "/internal/demo/demoportal", mod + "/service"},
+		{mod + "/portal", mod + "/internal/testrig/dnstest"},
+		{mod + "/server", mod + "/internal/stores/sqlstore"},
+		{mod + "/portal", mod + "/internal/demo/demoportal"},
 	} {
 		if len(importViolations(mod, tc.pkg, []string{tc.dep})) == 0 {
 			t.Errorf("%s importing %s passes", tc.pkg, tc.dep)
@@ -149,8 +183,11 @@ func TestImportRulesCatchViolations(t *testing.T) {
 	}
 	for _, tc := range []struct{ pkg, dep string }{
 		{mod + "/server", mod + "/portal"},
-		{mod + "/server", mod + "/internal/sqlstore"},
 		{mod + "/server", mod + "/verify"},
+		{mod + "/service", mod + "/internal/stores/sqlstore"},
+		{mod + "/portal", mod + "/internal/base/jsonscan"},
+		{mod + "/cmd/acds", mod + "/internal/demo/demoportal"},
+		{mod + "/internal/testrig/loadtest/cmd/jsonfloor", mod + "/internal/stores/sqlstore"},
 		{mod + "/client", mod + "/verify"},
 		{mod + "/fhir", mod},
 		{mod + "/portal", mod + "/mpctls/prover"},
@@ -161,4 +198,54 @@ func TestImportRulesCatchViolations(t *testing.T) {
 			t.Errorf("%s importing %s refused: %v", tc.pkg, tc.dep, v)
 		}
 	}
+}
+
+// TestArchitectureListsEveryPackage: docs/architecture.md names every
+// package of the module, in backquotes, by its path, by a brace list
+// (`attestation/{sevsnp,tdx,tpm}`) or under a folder (`examples/…`), so
+// that the page cannot leave a package out.
+func TestArchitectureListsEveryPackage(t *testing.T) {
+	const mod = "github.com/acds-project/acds"
+	doc, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	var folders []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(string(doc), -1) {
+		for _, p := range expandBraces(m[1]) {
+			if dir, ok := strings.CutSuffix(p, "/…"); ok {
+				folders = append(folders, dir+"/")
+				continue
+			}
+			named[p] = true
+		}
+	}
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")
+		if rel == "" {
+			rel = "acds"
+		}
+		if named[rel] || slices.ContainsFunc(folders, func(f string) bool { return strings.HasPrefix(rel, f) }) {
+			continue
+		}
+		t.Errorf("docs/architecture.md does not name package %s", rel)
+	}
+}
+
+// expandBraces expands one brace list: "a/{b,c}/d" is a/b/d and a/c/d.
+func expandBraces(s string) []string {
+	open, close := strings.Index(s, "{"), strings.Index(s, "}")
+	if open < 0 || close < open {
+		return []string{s}
+	}
+	var out []string
+	for _, alt := range strings.Split(s[open+1:close], ",") {
+		out = append(out, s[:open]+alt+s[close+1:])
+	}
+	return out
 }

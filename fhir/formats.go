@@ -1,9 +1,8 @@
 package fhir
 
 // Pure checks on the lexical forms of FHIR values and on reference and
-// version strings. They work on plain strings, so the validator of the
-// typed model (validate_typed.go) uses them, as the validator of the raw
-// JSON tree does.
+// version strings. They work on plain strings, for the validator
+// (validate.go) and whatever else needs one rule.
 
 import (
 	"encoding/base64"

@@ -123,7 +123,7 @@ func BenchmarkCheck(b *testing.B) {
 }
 
 // bundle20KB is a Bundle of about 20 KB: a Patient and vital-sign
-// Observations, as internal/loadtest sends.
+// Observations, as internal/testrig/loadtest sends.
 func bundle20KB() []byte {
 	var b strings.Builder
 	b.WriteString(`{"resourceType":"Bundle","type":"collection","entry":[{"fullUrl":"urn:uuid:00000000-0000-4000-8000-000000000001","resource":{"resourceType":"Patient","id":"p1","name":[{"family":"Load","given":["Client1"]}],"gender":"female","birthDate":"1970-01-01"}}`)

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/acds-project/acds/fhir/spec"
-	"github.com/acds-project/acds/internal/jsonscan"
+	"github.com/acds-project/acds/internal/base/jsonscan"
 )
 
 // membership is where a resource stands to a patient's compartment, as

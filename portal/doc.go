@@ -6,7 +6,7 @@
 // reader is built on golang.org/x/net/html and private_key_jwt client
 // assertions are signed with github.com/go-jose/go-jose/v4. (The
 // synthetic demo portal that tests, `acds portal` and `acds demo` run
-// against lives in internal/demoportal.)
+// against lives in internal/demo/demoportal.)
 //
 // # Fetching a record
 //

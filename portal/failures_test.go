@@ -16,7 +16,7 @@ import (
 	"github.com/acds-project/acds/fhir"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/portal"
 )
 

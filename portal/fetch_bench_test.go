@@ -12,7 +12,7 @@ import (
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/portal"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 	"github.com/acds-project/acds/portal"

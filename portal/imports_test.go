@@ -12,13 +12,13 @@ import (
 // types and problem codes), the FHIR specification's tables (fhir/spec:
 // the Patient compartment), mpctls and the well-kept libraries that do its
 // OAuth2, HTML and JOSE work, and nothing internal but the house's one JSON
-// scanner, internal/jsonscan (a leaf on the standard library; the demo
-// portal is internal/demoportal, which imports portal, not the reverse).
+// scanner, internal/base/jsonscan (a leaf on the standard library; the demo
+// portal is internal/demo/demoportal, which imports portal, not the reverse).
 func TestImports(t *testing.T) {
 	allowed := []string{
 		"github.com/acds-project/acds",
 		"github.com/acds-project/acds/fhir/spec",
-		"github.com/acds-project/acds/internal/jsonscan",
+		"github.com/acds-project/acds/internal/base/jsonscan",
 		"github.com/acds-project/acds/mpctls",
 		"github.com/acds-project/acds/mpctls/notary",
 		"github.com/acds-project/acds/mpctls/prover",

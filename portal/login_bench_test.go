@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/portal"
 )
 

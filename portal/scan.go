@@ -4,17 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/acds-project/acds/internal/jsonscan"
+	"github.com/acds-project/acds/internal/base/jsonscan"
 )
 
 // scan.go reads search pages with the house's hand-written JSON scanner
-// (internal/jsonscan), kept where the standard library could serve
+// (internal/base/jsonscan), kept where the standard library could serve
 // because it is the fetch's hot path: BenchmarkScanPage reads a 1 MB
 // Synthea page with it, with json.Unmarshal into the page's fields, and
-// with a json.Decoder token stream (streamPage), in the same run; on the
-// 2-core CI machine scanPage took ~2–4 ms, json.Unmarshal ~10–23 ms
-// (without reading each resource's type and id) and json.Decoder ~20–35
-// ms. It is fuzzed against encoding/json (FuzzScanPage,
+// with a json.Decoder token stream (streamPage), in the same run, and
+// reports the ratios. It is fuzzed against encoding/json (FuzzScanPage,
 // FuzzResourceHeader; jsonscan.FuzzValid for the scanner).
 
 // errScan is returned for JSON of the wrong shape: not an object or array

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/dnstest"
+	"github.com/acds-project/acds/internal/testrig/dnstest"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 	"github.com/acds-project/acds/portal"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/dnstest"
+	"github.com/acds-project/acds/internal/testrig/dnstest"
 )
 
 // TestPlainTransportErrorsTellTheTruth: through the guard's own dialer

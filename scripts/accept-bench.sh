@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The accept path of issue 15 item 9, measured with wrk in one run: durable
+# The accept path, measured with wrk in one run: durable
 # POST /v1/process of a 20 KB FHIR R4 Bundle against a built `acds serve`
 # (SQLite, rate limit off, no workers' output needed: the 202 is what is
 # timed), and the floor — a net/http handler that only checks the body is
-# JSON (internal/loadtest/cmd/jsonfloor) — with the same connections and
+# JSON (internal/testrig/loadtest/cmd/jsonfloor) — with the same connections and
 # duration, and a second floor: the least a correct acceptance must do
 # (jsonfloor --fhir-check --durable: fhir.Check and a durable SQLite insert,
 # no authentication, limits or metrics), and a third: the JSON check and
@@ -36,8 +36,8 @@ if [ -n "$base" ]; then
   git worktree add --detach "$work/base" "$base" >/dev/null
   (cd "$work/base" && go build -o "$work/acds-base" ./cmd/acds)
 fi
-go build -o "$work/jsonfloor" ./internal/loadtest/cmd/jsonfloor
-go run ./internal/loadtest/cmd/bundle20k > "$work/body.json"
+go build -o "$work/jsonfloor" ./internal/testrig/loadtest/cmd/jsonfloor
+go run ./internal/testrig/loadtest/cmd/bundle20k > "$work/body.json"
 
 wait_line() { # FILE PATTERN
   for _ in $(seq 600); do grep -qE "$2" "$1" && return 0; sleep 0.1; done

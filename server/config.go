@@ -185,9 +185,8 @@ func (c *Config) withDefaults() (Config, error) {
 	if d.Store == nil {
 		return d, errors.New("server: config: Store is required")
 	}
-	// Checker is found by a type assertion: a Pipeline written for its
-	// earlier form, Check(ctx, input), would compile and silently lose
-	// its check at acceptance. Say so instead.
+	// A Pipeline whose Check takes no format would compile and silently
+	// lose its check at acceptance. Say so instead.
 	if _, old := d.Pipeline.(interface {
 		Check(context.Context, []byte) error
 	}); old {

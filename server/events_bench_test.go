@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/sqlstore"
+	"github.com/acds-project/acds/internal/stores/sqlstore"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"
 	"github.com/acds-project/acds/store"

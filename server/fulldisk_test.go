@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/disktest"
+	"github.com/acds-project/acds/internal/testrig/disktest"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/store/storetest"
 )

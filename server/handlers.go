@@ -360,7 +360,7 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, kind string, inp
 // indexes of ids at their end instead of landing on a random page of
 // them: a batch of accepted requests writes fewer pages to the log (the
 // store writer's CPU per request fell by about a fifth, measured with
-// internal/loadtest/cmd/jsonfloor --durable), and a large table keeps its
+// internal/testrig/loadtest/cmd/jsonfloor --durable), and a large table keeps its
 // recent ids together in cache. The time an id shows is its request's
 // createdAt, which the owner sees anyway; ids are looked up under their
 // owner, never by the id alone.
@@ -585,8 +585,8 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	// A completed request's result is stored as its wire JSON (the worker
 	// writes exactly the encoding of acds.Result), so it is sent as stored
-	// instead of being decoded and encoded again: for a 1 MB output that
-	// saves about 12 ms of CPU per GET. Encoding still checks that it is
+	// instead of being decoded and encoded again, which for a large output
+	// costs more than the rest of the GET. Encoding still checks that it is
 	// valid JSON (an invalid one answers internal).
 	var raw json.RawMessage
 	if req.Status == acds.StatusCompleted && len(req.Result) > 0 {

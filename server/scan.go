@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/jsonscan"
+	"github.com/acds-project/acds/internal/base/jsonscan"
 )
 
 // A one-pass strict decoder for the POST /v1/process body. encoding/json

@@ -17,7 +17,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/sqlstore"
+	"github.com/acds-project/acds/internal/stores/sqlstore"
 	"github.com/acds-project/acds/portal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/server/servertest"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	tpmdevice "github.com/acds-project/acds/attestation/tpm/device"
-	"github.com/acds-project/acds/internal/sqlstore"
+	"github.com/acds-project/acds/internal/stores/sqlstore"
 )
 
 // BackupOptions configure Backup.

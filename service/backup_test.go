@@ -14,7 +14,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/internal/sqlstore"
+	"github.com/acds-project/acds/internal/stores/sqlstore"
 	"github.com/acds-project/acds/service"
 	"github.com/acds-project/acds/store"
 )

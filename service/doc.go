@@ -6,8 +6,7 @@
 // (Store, Pipeline, Enclave, Fetcher, Verifier) take the domain types, so
 // an embedder with its own store (any store.Store), enclave backend,
 // fetcher or pipeline constructs a server.Config and nothing else. Package
-// service is kept, thinned to what is not a seam: the installation. It
-// owns a data directory (its lock, sealed keys, the SQLite file), starts
+// service is what is not a seam: the installation. It owns a data directory (its lock, sealed keys, the SQLite file), starts
 // a notary and opens the enclave backend, which are process resources
 // with a lifetime a handler should not own. It holds no adapter and no
 // type of its own for a seam; Options.Server and Options.Configure reach

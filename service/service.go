@@ -20,7 +20,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/internal/attestedtls"
+	"github.com/acds-project/acds/internal/serving/attestedtls"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/prover"
 	"github.com/acds-project/acds/portal"
@@ -107,6 +107,13 @@ type Options struct {
 	// carry the boot evidence. Zero value: no TLS key, and TLSConfig fails.
 	TLS bool
 
+	// TuneGC has the service set the garbage collector's GOGC percentage
+	// while it is open (see tuneGC), restoring the default at Close. That
+	// is process-wide state: set it when the process serves nothing else,
+	// as `acds serve` does unless GOGC is set in its environment. Zero
+	// value: the collector is left as it is.
+	TuneGC bool
+
 	// Logger receives structured logs (never secrets). Zero value:
 	// discarded. It is also the server's logger unless Server.Logger is set.
 	Logger *slog.Logger
@@ -148,6 +155,7 @@ type Service struct {
 	inProcess  ed25519.PublicKey // the in-process notary's key; nil for an external one
 	stopNotary func() error
 	stopTrust  context.CancelFunc // stops the refresh of the trust anchors
+	stopGC     func()             // stops tuneGC and waits for it; nil when not tuning
 	lock       *dirLock           // DataDir/LOCK, held until Close
 
 	closeOnce sync.Once
@@ -294,6 +302,12 @@ func Open(ctx context.Context, o Options) (_ *Service, err error) {
 	if s.srv, err = server.New(cfg); err != nil {
 		return nil, err
 	}
+	if o.TuneGC {
+		gcCtx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); tuneGC(gcCtx, gcHeapFloor) }()
+		s.stopGC = func() { stop(); <-done }
+	}
 	return s, nil
 }
 
@@ -439,6 +453,9 @@ func (s *Service) release() error {
 	var errs []error
 	if s.stopTrust != nil {
 		s.stopTrust()
+	}
+	if s.stopGC != nil {
+		s.stopGC()
 	}
 	if err := s.stopNotary(); err != nil && !errors.Is(err, net.ErrClosed) {
 		errs = append(errs, fmt.Errorf("notary: %w", err))

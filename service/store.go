@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/acds-project/acds/internal/sqlstore"
+	"github.com/acds-project/acds/internal/stores/sqlstore"
 	"github.com/acds-project/acds/store"
 )
 

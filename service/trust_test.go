@@ -9,7 +9,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/pgtest"
+	"github.com/acds-project/acds/internal/testrig/pgtest"
 	"github.com/acds-project/acds/service"
 )
 

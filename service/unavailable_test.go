@@ -8,7 +8,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/dnstest"
+	"github.com/acds-project/acds/internal/testrig/dnstest"
 	"github.com/acds-project/acds/service"
 )
 

@@ -26,7 +26,7 @@ func TestVerifyPathImports(t *testing.T) {
 		return p == "net/http" || strings.HasPrefix(p, "net/http/") ||
 			p == module+"/server" || strings.HasPrefix(p, module+"/server/") ||
 			p == module+"/client" || strings.HasPrefix(p, module+"/client/") ||
-			p == module+"/internal/sqlstore" || strings.HasPrefix(p, module+"/internal/sqlstore/")
+			p == module+"/internal/stores/sqlstore" || strings.HasPrefix(p, module+"/internal/stores/sqlstore/")
 	}
 	seen := map[string]bool{}
 	queue := []string{module + "/verify"}

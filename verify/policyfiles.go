@@ -12,7 +12,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
+	"github.com/acds-project/acds/attestation/sim"
 )
 
 // ErrPolicyFiles: the sources a [PolicyFiles] names contradict each other.
@@ -177,4 +179,17 @@ func readCertificates(path string) ([]*x509.Certificate, error) {
 		return nil, fmt.Errorf("TPM AK roots %s: no PEM certificate", path)
 	}
 	return certs, nil
+}
+
+// SelfMeasurements returns the measurements of a policy that allows only
+// the code hash of the running executable ([sim.MeasureSelf]) under the
+// simulated SEV-SNP profile, whose measurement that hash is, and the hash:
+// the default of `acds verify` and `acds demo` without a manifest, for which
+// a build checks the bundles of a server of the same build.
+func SelfMeasurements() (map[string][][]byte, []byte, error) {
+	self, err := sim.MeasureSelf()
+	if err != nil {
+		return nil, nil, err
+	}
+	return map[string][][]byte{attestation.ProfileSEVSNPSim: {self}}, self, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
+	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/verify"
 )
 
@@ -143,5 +144,22 @@ func TestLoadPolicyTPM(t *testing.T) {
 		if _, _, err := verify.LoadPolicy(f, nil); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestSelfMeasurements(t *testing.T) {
+	ms, self, err := verify.SelfMeasurements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sim.MeasureSelf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(self, want) || len(ms) != 1 || len(ms[attestation.ProfileSEVSNPSim]) != 1 || !bytes.Equal(ms[attestation.ProfileSEVSNPSim][0], want) {
+		t.Fatalf("SelfMeasurements = %x, %v; want only %x under %s", self, ms, want, attestation.ProfileSEVSNPSim)
+	}
+	if _, err := verify.New(verify.Policy{Measurements: ms}); err != nil {
+		t.Fatalf("a policy of SelfMeasurements: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-// The report page in a real browser (issue 17, item 3): the system
+// The report page in a real browser: the system
 // Chromium, driven by playwright-core, opens GET /verify of a running
 // `acds serve`, uploads a genuine attestation bundle (with its output) and
 // a tampered one, reads the verdicts, then opens the offline report that

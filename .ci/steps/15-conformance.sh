@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Conformance (issue 11, item 2): the suite written from SPEC.md alone
-# (internal/conformance) against a built `acds serve`, which fetches from a
+# Conformance: the suite written from SPEC.md alone
+# (internal/testrig/conformance) against a built `acds serve`, which fetches from a
 # built `acds portal`, both on loopback. Run from the repo root on a fresh
 # clone. Both processes are stopped however the step ends.
 set -euo pipefail
@@ -70,7 +70,7 @@ if ! out="$(ACDS_CONFORMANCE_URL="$base" \
   ACDS_CONFORMANCE_USERNAME="$username" \
   ACDS_CONFORMANCE_PASSWORD="$password" \
   ACDS_CONFORMANCE_RECORD_ID="$record" \
-  go test -count=1 -v -run '^TestServe$' ./internal/conformance/ 2>&1)"; then
+  go test -count=1 -v -run '^TestServe$' ./internal/testrig/conformance/ 2>&1)"; then
   echo "$out"; show serve; exit 1
 fi
 echo "$out" | grep -E '^(--- |ok|PASS|FAIL)|conformance: ' || true

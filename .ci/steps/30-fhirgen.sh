@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FHIR R4 model (issue 3): the generated fhir/r4 code is current, every
+# FHIR R4 model: the generated fhir/r4 code is current, every
 # official R4 example round-trips losslessly, and the decoder survives a
 # short fuzz run. Runs from the repo root on a fresh machine.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FHIR checks (issue 3): the generated fhir/spec tables are current, and the
+# FHIR checks: the generated fhir/spec tables are current, and the
 # fhir package's fuzz targets survive a short run. Runs from the repo root.
 set -euo pipefail
 
@@ -8,7 +8,7 @@ if ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq npm >/dev/null
 fi
 ./scripts/fetch-fhir-defs.sh
-go run ./internal/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go
+go run ./internal/gen/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go
 if ! git diff --exit-code --stat -- fhir/spec; then
   echo "fhir/spec is stale: run go generate ./fhir/spec and commit the result" >&2
   exit 1
@@ -17,13 +17,13 @@ fi
 # 2. The tests that need the definitions (skipped by go test ./... before
 #    they were fetched): every official example validates and normalises,
 #    the generator reproduces the committed tables, de-identification
-#    breaks no constraint the plain output meets (issue 14), and the
+#    breaks no constraint the plain output meets, and the
 #    verdicts agree with the HL7 validator's; their summaries are printed.
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 status=0
 go test -count=1 -v -run 'TestOfficialExamples|TestDeterministicAndCurrent|TestDeidentifyKeepsConstraints|TestAgreementWithReferenceValidator|TestRulesCompileOnceConcurrently' \
-  ./fhir/ ./internal/fhirgen/spec/ >"$out" 2>&1 || status=$?
+  ./fhir/ ./internal/gen/fhirgen/spec/ >"$out" 2>&1 || status=$?
 grep -E 'agreement with the HL7|^\s+[a-z0-9-]+: reference errors=|reason:|de-identified [0-9]+ inputs|constraints evaluated as FHIRPath|official examples have errors|^(--- FAIL|FAIL|ok)' "$out" || true
 if [ "$status" -ne 0 ]; then
   tail -60 "$out"
@@ -40,5 +40,5 @@ bash .ci/fuzz.sh FuzzProcess ./fhir/ 45s
 # POST /v1/process leaves the syntax of the data to fhir.Check's strict
 # decoder: the delimiting scan, and the answers it leads to, against the
 # strict ones.
-bash .ci/fuzz.sh FuzzDelimit ./internal/jsonscan/ 15s
+bash .ci/fuzz.sh FuzzDelimit ./internal/base/jsonscan/ 15s
 bash .ci/fuzz.sh FuzzDelimitedData ./server/ 30s

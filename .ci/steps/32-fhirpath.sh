@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FHIRPath (issue 14): the official FHIRPath suite for R4 over the official
+# FHIRPath: the official FHIRPath suite for R4 over the official
 # R4 examples in JSON (both in fhir/fhirpath/testdata/r4suite), with its
 # score line and every failing or skipped test, and a short fuzz run of the
 # parser. Runs from the repo root on a fresh clone.

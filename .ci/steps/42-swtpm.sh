@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TPM enclave end to end (issue 13): `acds serve --enclave tpm` against
+# TPM enclave end to end: `acds serve --enclave tpm` against
 # swtpm (Debian's TPM 2.0 emulator, on its TCP command port), a process
 # request through the API, and `acds verify` of its bundle under a policy
 # naming that TPM's measurement and attestation key (passes) and under

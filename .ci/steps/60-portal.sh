@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Portals: the race detector over the connectors (portal), the demo portal
-# (internal/demoportal) and the notarized Fetcher (real notary and provers
+# (internal/demo/demoportal) and the notarized Fetcher (real notary and provers
 # on loopback), the `acds portal` command tests, and short fuzz runs of
 # the login-page reader, the numeric host parser of the SSRF guard, the
 # connector's handling of arbitrary portal answers, its CapabilityStatement
@@ -14,8 +14,8 @@ if ! command -v gcc >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null
 fi
 
-echo "-- race detector: portal, internal/demoportal"
-CGO_ENABLED=1 go test -count=1 -race ./portal/ ./internal/demoportal/
+echo "-- race detector: portal, internal/demo/demoportal"
+CGO_ENABLED=1 go test -count=1 -race ./portal/ ./internal/demo/demoportal/
 
 echo "-- acds portal command"
 go test -count=1 -run 'TestPortalCommand' ./cmd/acds/

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The report page in a real browser (issue 17, item 3): a built `acds serve`
+# The report page in a real browser: a built `acds serve`
 # on loopback processes a FHIR Bundle; `acds verify --html` writes the
 # offline report of its bundle; then headless Chromium (Debian's chromium:
 # browsers cannot be downloaded here), driven by playwright-core from the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The load and fault suite (issue 15 item 8), short: 16 clients for 10 s in
+# The load and fault suite, short: 16 clients for 10 s in
 # each of three runs against built `acds serve` processes — SQLite with a
 # kill -9 half-way, PostgreSQL through a link that is black-holed and then
 # dropped, two replicas on PostgreSQL with one killed. Fails on any 5xx
@@ -9,7 +9,7 @@ set -euo pipefail
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! ACDS_LOAD_DURATION="${ACDS_LOAD_DURATION:-10s}" ACDS_LOAD_CLIENTS="${ACDS_LOAD_CLIENTS:-16}" \
-  go test -tags load -count=1 -timeout 20m -v ./internal/loadtest/ >"$log" 2>&1; then
+  go test -tags load -count=1 -timeout 20m -v ./internal/testrig/loadtest/ >"$log" 2>&1; then
   cat "$log"
   exit 1
 fi

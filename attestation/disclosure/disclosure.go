@@ -22,10 +22,11 @@
 // entries it shows, from which no other salt can be derived.
 //
 // The package lives under attestation because the commitment is part of
-// what the enclave attests, and it imports nothing of ACDS but the wire
-// types: the server builds commitments with [Commit], `acds disclose` builds
-// disclosures with [New], and package verify checks them with [Check]
-// after it has verified the bundle that carries the signed commitment.
+// what the enclave attests: the server builds commitments with [Commit]; a
+// holder chooses entries with [Select], checks that an output, its key and
+// its bundle belong together with [CheckKey] and builds a disclosure with
+// [New]; and package verify checks it with [Check] after it has verified the
+// bundle that carries the signed commitment.
 package disclosure
 
 import (

@@ -24,7 +24,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
 	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/internal/dnstest"
+	"github.com/acds-project/acds/internal/testrig/dnstest"
 )
 
 // attRun runs one acds command line and returns its exit code and output.

@@ -23,7 +23,7 @@ import (
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 	"github.com/acds-project/acds/portal"

@@ -20,11 +20,10 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/disclosure"
-	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 	"github.com/acds-project/acds/verify"
@@ -217,12 +216,12 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 // binary's code hash, the simulated enclave (the demo has no hardware) and
 // the in-process notary's key.
 func demoPolicy(notaryKey ed25519.PublicKey) (verify.Policy, error) {
-	self, err := sim.MeasureSelf()
+	ms, _, err := verify.SelfMeasurements()
 	if err != nil {
 		return verify.Policy{}, err
 	}
 	p := verify.Policy{
-		Measurements:                   map[string][][]byte{attestation.ProfileSEVSNPSim: {self}},
+		Measurements:                   ms,
 		UnsafeAllowSimulation:          true,
 		UnsafeTrustBundleSimulatedRoot: true,
 		Now:                            time.Now,

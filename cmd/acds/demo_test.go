@@ -19,7 +19,7 @@ import (
 	"github.com/acds-project/acds/client"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/fhir"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/verify"
 )
 

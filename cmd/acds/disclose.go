@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -131,10 +131,19 @@ stays with you: anyone holding it and the output can disclose any entry.`,
 			return fail(2, "--where: %v", err)
 		}
 	}
-	if err := belongTogether(bundle, output, key); err != nil {
+	if err := disclosure.CheckKey(bundle, output, key); err != nil {
 		return fail(1, "%v", err)
 	}
-	indices, err := selectEntries(ctx, output, selects, x)
+	var match func([]byte) (bool, error)
+	if x != nil {
+		wctx, cancel := context.WithTimeout(ctx, fhirPathTimeout)
+		defer cancel()
+		match = whereMatch(wctx, x)
+	}
+	indices, err := disclosure.Select(output, selects, match)
+	if errors.Is(err, disclosure.ErrNoMatch) && x != nil && len(selects) == 0 {
+		return fail(1, "--where %q matches no entry", x)
+	}
 	if err != nil {
 		return fail(1, "%v", err)
 	}
@@ -193,100 +202,31 @@ func readRecord(name string) (bundle, output, key []byte, err error) {
 	return bundle, output, key, nil
 }
 
-// belongTogether checks that the bundle's signed claims attest output and
-// commit to its entries under key, so the disclosure will verify. It
-// checks the claims' signature by the bundle's boot key, not the evidence:
-// that is the recipient's `acds verify --disclosure`.
-func belongTogether(bundle, output, key []byte) error {
-	b, err := attestation.ParseBundle(bundle)
-	if err != nil {
-		return err
-	}
-	pub, err := b.Boot.SigningPublicKey()
-	if err != nil {
-		return err
-	}
-	c, err := attestation.VerifyClaims(b.Statement, pub)
-	if err != nil {
-		return err
-	}
-	if d := attestation.Digest(output); d != c.OutputDigest {
-		return fmt.Errorf("the output is %s, the bundle attests %s", d, c.OutputDigest)
-	}
-	if c.Entries == nil {
-		return fmt.Errorf("the bundle (version %d, format %s) commits to no entries: it cannot be disclosed from", b.Version, c.OutputFormat)
-	}
-	com, err := disclosure.Commit(key, output)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(com.Root[:], c.Entries.Root) || com.Count != c.Entries.Count {
-		return fmt.Errorf("the disclosure key is not this output's: its commitment differs from the signed one")
-	}
-	return nil
-}
-
-// selectEntries returns the indices of the entries named by refs or whose
-// resource makes x (when not nil) true. Every ref must name an entry.
-func selectEntries(ctx context.Context, output []byte, refs []string, x *fhirpath.Expression) ([]int, error) {
-	entries, err := disclosure.Entries(output)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, fhirPathTimeout)
-	defer cancel()
-	want := map[string]bool{}
-	for _, r := range refs {
-		want[r] = false
-	}
-	var idx []int
-	for i, e := range entries {
-		ref := disclosure.Ref(e)
-		if _, ok := want[ref]; ok {
-			want[ref] = true
-			idx = append(idx, i)
-			continue
-		}
-		if x == nil {
-			continue
-		}
-		var entry struct {
-			Resource json.RawMessage `json:"resource"`
-		}
-		if err := json.Unmarshal(e, &entry); err != nil || len(entry.Resource) == 0 {
-			continue
-		}
-		res, err := r4.Unmarshal(entry.Resource)
+// whereMatch is the predicate of --where x on an entry's resource: true
+// when x gives true, false when it gives nothing; anything else is an
+// error.
+func whereMatch(ctx context.Context, x *fhirpath.Expression) func(resource []byte) (bool, error) {
+	return func(resource []byte) (bool, error) {
+		res, err := r4.Unmarshal(resource)
 		if err != nil {
-			return nil, fmt.Errorf("entry %d: %w", i, err)
+			return false, err
 		}
 		got, err := x.EvaluateResource(ctx, res, nil)
 		if err != nil {
-			return nil, fmt.Errorf("--where on entry %d (%s): %w", i, ref, err)
+			return false, fmt.Errorf("--where: %w", err)
 		}
 		switch {
 		case len(got) == 0:
+			return false, nil
 		case len(got) == 1:
 			b, ok := got[0].(fhirpath.Boolean)
 			if !ok {
-				return nil, fmt.Errorf("--where gives %s on entry %d (%s), want a boolean", got[0].TypeName(), i, ref)
+				return false, fmt.Errorf("--where gives %s, want a boolean", got[0].TypeName())
 			}
-			if b {
-				idx = append(idx, i)
-			}
-		default:
-			return nil, fmt.Errorf("--where gives %d values on entry %d (%s), want one boolean", len(got), i, ref)
+			return bool(b), nil
 		}
+		return false, fmt.Errorf("--where gives %d values, want one boolean", len(got))
 	}
-	for _, r := range refs {
-		if !want[r] {
-			return nil, fmt.Errorf("--select %s: no entry of the output is that resource", r)
-		}
-	}
-	if len(idx) == 0 {
-		return nil, fmt.Errorf("--where %q matches no entry", x)
-	}
-	return idx, nil
 }
 
 // verifyDisclosure is `acds verify --disclosure FILE`.

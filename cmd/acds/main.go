@@ -29,7 +29,7 @@ type env struct {
 	stderr io.Writer
 	getenv func(string) string
 	// resolver resolves portal names in `acds notary`; nil means the
-	// system's. Tests set a stub (internal/dnstest) so that no public name
+	// system's. Tests set a stub (internal/testrig/dnstest) so that no public name
 	// is ever resolved.
 	resolver *net.Resolver
 }

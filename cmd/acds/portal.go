@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/portal"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/acds-project/acds"
-	"github.com/acds-project/acds/internal/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal"
 	"github.com/acds-project/acds/portal"
 )
 

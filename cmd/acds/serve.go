@@ -12,8 +12,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"slices"
 	"strings"
 	"syscall"
@@ -21,13 +19,14 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
-	"github.com/acds-project/acds/internal/attestedtls"
+	"github.com/acds-project/acds/internal/serving/attestedtls"
 	"github.com/acds-project/acds/server"
 	"github.com/acds-project/acds/service"
 )
 
 // serveFlags are the flags of `acds serve` (DESIGN §8; stable API).
 type serveFlags struct {
+	tuneGC              bool // not a flag: runServe sets it unless GOGC is set
 	addr                string
 	dataDir             string
 	store               string
@@ -186,74 +185,14 @@ func runServe(ctx context.Context, e env) int {
 	}
 	level, _ := parseLogLevel(f.logLevel)
 	log := slog.New(slog.NewJSONHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	if e.getenv == nil || e.getenv("GOGC") == "" {
-		go tuneGC(ctx, gcHeapFloor)
-	}
+	// An operator who sets GOGC keeps it; GOMEMLIMIT applies either way.
+	f.tuneGC = e.getenv == nil || e.getenv("GOGC") == ""
 	if err := serve(ctx, f, e.stdout, log, nil); err != nil {
 		// One line, once: the error already says what failed.
 		fmt.Fprintf(e.stderr, "acds serve: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-// gcHeapFloor is the least room the garbage collector's heap goal leaves
-// above the live heap in `acds serve` (see tuneGC).
-const gcHeapFloor = 64 << 20
-
-// gcTuneEvery is how often tuneGC reads the live heap.
-const gcTuneEvery = 250 * time.Millisecond
-
-// tuneGC sets the garbage collector's GOGC percentage every gcTuneEvery
-// from the live heap of the last cycle, so that the heap goal is
-// max(2 × live, live + floor): the default GOGC=100 once the live heap
-// is floor or more, and room for floor bytes of garbage below that.
-//
-// The server's live heap is small (a few MB), while each accepted
-// request allocates about as much as its body several times over (the
-// FHIR check's model, the read body, the compressed input): with
-// GOGC=100 the collector ran every ~10 MB of allocation, about 30 times
-// a second under load, and took 15–18 % of the CPU of the accept path.
-// The floor makes cycles several times rarer. Memory stays bounded: the
-// heap grows to at most floor bytes more than with GOGC=100, never to a
-// multiple of a large live heap. An operator who sets GOGC in the
-// environment keeps it (runServe does not start tuneGC then); GOMEMLIMIT
-// still applies on top. tuneGC returns, restoring GOGC=100, when ctx
-// ends.
-func tuneGC(ctx context.Context, floor uint64) {
-	defer debug.SetGCPercent(100)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	t := time.NewTicker(gcTuneEvery)
-	defer t.Stop()
-	for {
-		metrics.Read(sample)
-		var live uint64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = sample[0].Value.Uint64()
-		}
-		// Set at every tick (it costs a lock), not only on a change:
-		// another tuneGC in the same process (tests run several servers)
-		// may have restored the default as it returned.
-		debug.SetGCPercent(gcPercentFor(live, floor))
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// gcPercentFor is the GOGC percentage that makes the heap goal
-// max(2 × live, live + floor), in steps of 25 (so that small changes of
-// the live heap do not reset it every time), and at most 10000. A live
-// heap not yet measured (0, before the first cycle) counts as 4 MiB.
-func gcPercentFor(live, floor uint64) int {
-	if live == 0 {
-		live = 4 << 20
-	}
-	pct := floor * 100 / live
-	pct -= pct % 25
-	return int(min(max(pct, 100), 10000))
 }
 
 // listenError says which address could not be bound, and what to do when
@@ -371,6 +310,7 @@ func serviceOptions(f *serveFlags) (service.Options, *attestation.Issuer, error)
 		TLS:                 f.tls,
 		EnclaveKind:         f.enclave,
 		TPMDevice:           f.tpmDevice,
+		TuneGC:              f.tuneGC,
 		AcceptDataLoss:      f.acceptDataLoss,
 		Server:              server.Config{Workers: f.workers, Retention: retentionConfig(f.retention), MaxQueue: maxQueueConfig(f.maxQueue)},
 	}

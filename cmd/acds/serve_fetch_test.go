@@ -20,8 +20,8 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/demoportal"
-	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
+	"github.com/acds-project/acds/internal/demo/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal/demoportaltest"
 )
 
 // TestServeFetchAndAttest runs the whole fetch-and-attest path of `acds

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/acds-project/acds/internal/pgtest"
+	"github.com/acds-project/acds/internal/testrig/pgtest"
 	"os"
 	"strings"
 	"testing"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/dnstest"
+	"github.com/acds-project/acds/internal/testrig/dnstest"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 )

@@ -18,7 +18,6 @@ import (
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/attestation"
 	"github.com/acds-project/acds/attestation/manifest"
-	"github.com/acds-project/acds/attestation/sim"
 	"github.com/acds-project/acds/client/attested"
 	"github.com/acds-project/acds/verify"
 	"github.com/acds-project/acds/verify/report"
@@ -149,11 +148,11 @@ unreadable input or (with --server) connection error.`})
 	}
 	selfHash := false
 	if *policyFile == "" && len(measurements) == 0 {
-		self, err := sim.MeasureSelf()
+		ms, self, err := verify.SelfMeasurements()
 		if err != nil {
 			return fail("%v", err)
 		}
-		p.Measurements = map[string][][]byte{attestation.ProfileSEVSNPSim: {self}}
+		p.Measurements = ms
 		notes = append(notes, "no --policy: expecting this acds binary's code hash "+hex.EncodeToString(self))
 		selfHash = true
 	}

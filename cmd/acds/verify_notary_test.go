@@ -11,8 +11,8 @@ import (
 
 	"github.com/acds-project/acds"
 	"github.com/acds-project/acds/client"
-	"github.com/acds-project/acds/internal/demoportal"
-	"github.com/acds-project/acds/internal/demoportal/demoportaltest"
+	"github.com/acds-project/acds/internal/demo/demoportal"
+	"github.com/acds-project/acds/internal/demo/demoportal/demoportaltest"
 	"github.com/acds-project/acds/mpctls/notary"
 )
 

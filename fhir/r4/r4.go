@@ -1,6 +1,6 @@
 package r4
 
-//go:generate sh -c "../../scripts/fetch-fhir-defs.sh && go run ../../internal/fhirgen -defs ../../.fhir-defs/package -out ."
+//go:generate sh -c "../../scripts/fetch-fhir-defs.sh && go run ../../internal/gen/fhirgen -defs ../../.fhir-defs/package -out ."
 
 import (
 	"encoding/json"

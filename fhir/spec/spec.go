@@ -7,7 +7,7 @@
 // in it).
 //
 // The tables are generated from the official definitions by
-// internal/fhirgen/spec and committed; CI regenerates them and fails when
+// internal/gen/fhirgen/spec and committed; CI regenerates them and fails when
 // they differ. The fhir package's validator is their main user.
 //
 // Backbone elements (Patient.contact, Bundle.entry, Timing.repeat…) are
@@ -16,7 +16,7 @@
 // each with one type and the same Path.
 package spec
 
-//go:generate sh -c "cd ../.. && ./scripts/fetch-fhir-defs.sh && go run ./internal/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go"
+//go:generate sh -c "cd ../.. && ./scripts/fetch-fhir-defs.sh && go run ./internal/gen/fhirgen/spec -defs .fhir-defs/package -out fhir/spec/tables.go"
 
 import (
 	"sort"

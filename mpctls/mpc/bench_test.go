@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acds-project/acds/internal/netem"
+	"github.com/acds-project/acds/internal/testrig/netem"
 	"github.com/acds-project/acds/mpctls/mpc/circuit"
 	"github.com/acds-project/acds/mpctls/mpc/garble"
 )

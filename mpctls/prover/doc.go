@@ -55,14 +55,11 @@
 // Beyond a direct fetch, any implementation of this design pays at least
 // one more TCP hop, SHA-256 of every record at the notary and again at the
 // prover, one AEAD pass over the server's records at the prover and the
-// notary's spool write; on loopback that floor alone is 2–3 times the
-// CPU of a direct fetch of 1–10 MiB, because nothing hides it. BenchmarkFetch measures
-// that floor in the same run as the direct and notarized fetches. On a
-// shared two-core machine the notarized fetch used about 1.2–1.3 times
-// the floor's CPU at 10 MiB and 1.3–1.5 times at 1 MiB, where the
-// per-session constants (the notary's handshake check and signature, the
-// finalize round trip) weigh more; over a paced 1 Gbit/s, 1 ms link its
-// wall time was within about 1.05–1.25 of a direct fetch at 1–10 MiB.
+// notary's spool write; on loopback that floor alone costs more CPU than a
+// direct fetch, because nothing hides it. BenchmarkFetch measures that floor
+// in the same run as the direct and notarized fetches and reports the
+// ratios; the per-session constants (the notary's handshake check and
+// signature, the finalize round trip) weigh more on small records.
 // The notary hashes and spools beside the relay, behind a
 // bounded queue, with recycled record buffers; the prover hashes each
 // record as it arrives and authenticates it on a second goroutine.

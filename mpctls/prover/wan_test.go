@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acds-project/acds/internal/netem"
+	"github.com/acds-project/acds/internal/testrig/netem"
 	"github.com/acds-project/acds/mpctls/notary"
 	"github.com/acds-project/acds/mpctls/notary/notarytest"
 )
@@ -100,7 +100,7 @@ func wanSession(tb testing.TB, d *Dialer, link *netem.Link, host, port string) t
 
 // BenchmarkWAN runs the exchange of the target (a 1 KB request
 // and a 2 KB response) over an emulated prover–notary link of 100 Mbit/s
-// and 25 ms RTT (internal/netem; the portal is next to the notary), from
+// and 25 ms RTT (internal/testrig/netem; the portal is next to the notary), from
 // the dial to a verified statement, and reports for each mode
 //
 //	<mode>-ms        wall time of one notarized exchange

@@ -18,7 +18,7 @@ import (
 )
 
 // MemStore is an in-memory store.Store. It passes the store conformance
-// suite (internal/sqlstore/storetest), so server tests that use it rely on the
+// suite (internal/stores/sqlstore/storetest), so server tests that use it rely on the
 // same behaviour as with SQLite or PostgreSQL: argument validation
 // (ErrInvalid), owner isolation, microsecond UTC times, newest-first pages
 // with opaque cursors, leases and attempts, context cancellation and

@@ -15,7 +15,7 @@ import (
 	"github.com/acds-project/acds/attestation/sevsnp"
 	"github.com/acds-project/acds/attestation/sevsnp/device"
 	"github.com/acds-project/acds/attestation/sim"
-	"github.com/acds-project/acds/internal/attestedtls"
+	"github.com/acds-project/acds/internal/serving/attestedtls"
 	"github.com/acds-project/acds/verify"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/client"
