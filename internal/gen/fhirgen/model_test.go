@@ -37,7 +37,7 @@ func TestFirstSentence(t *testing.T) {
 }
 
 func defsDir(t *testing.T) string {
-	dir := filepath.Join("..", "..", ".fhir-defs", "package")
+	dir := filepath.Join("..", "..", "..", ".fhir-defs", "package")
 	if _, err := os.Stat(filepath.Join(dir, "Bundle-types.json")); err != nil {
 		t.Skip("FHIR definitions not fetched (scripts/fetch-fhir-defs.sh)")
 	}
@@ -51,12 +51,12 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, _ := filepath.Glob(filepath.Join("..", "..", "fhir", "r4", "zz_*_gen.go"))
+	committed, _ := filepath.Glob(filepath.Join("..", "..", "..", "fhir", "r4", "zz_*_gen.go"))
 	if len(committed) != len(files) {
 		t.Errorf("%d generated files, %d committed", len(files), len(committed))
 	}
 	for name, src := range files {
-		old, err := os.ReadFile(filepath.Join("..", "..", "fhir", "r4", name))
+		old, err := os.ReadFile(filepath.Join("..", "..", "..", "fhir", "r4", name))
 		if err != nil || !bytes.Equal(old, src) {
 			t.Errorf("%s differs from the committed file: run go generate ./fhir/r4/...", name)
 		}

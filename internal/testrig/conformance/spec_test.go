@@ -22,7 +22,7 @@ import (
 // folder beside the repository when there is one.
 var (
 	specPath   = filepath.Join("testdata", "SPEC.md")
-	sharedSpec = filepath.Join("..", "..", "..", "shared", "SPEC.md")
+	sharedSpec = filepath.Join("..", "..", "..", "..", "shared", "SPEC.md")
 )
 
 // TestSPECCopyCurrent: the committed copy is byte for byte the shared

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary, err = loadtest.Build(context.Background(), "../..", dir)
+	binary, err = loadtest.Build(context.Background(), "../../..", dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -11,7 +11,7 @@ import (
 // equals the committed fhir/spec/tables.go, byte for byte: generation is
 // deterministic (sorted iteration everywhere) and the tables are current.
 func TestDeterministicAndCurrent(t *testing.T) {
-	defs := filepath.Join("..", "..", "..", ".fhir-defs", "package")
+	defs := filepath.Join("..", "..", "..", "..", ".fhir-defs", "package")
 	if _, err := os.Stat(filepath.Join(defs, "Bundle-types.json")); err != nil {
 		t.Skip("FHIR definitions not fetched (scripts/fetch-fhir-defs.sh)")
 	}
@@ -21,7 +21,7 @@ func TestDeterministicAndCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ab, _ := os.ReadFile(a)
-	committed, err := os.ReadFile(filepath.Join("..", "..", "..", "fhir", "spec", "tables.go"))
+	committed, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "fhir", "spec", "tables.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
